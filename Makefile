@@ -1,0 +1,28 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv themselves.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+EXTRAS ?= test
+
+.PHONY: install demo test bench clean
+
+$(BIN)/.installed-$(EXTRAS): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
+	touch $@
+
+install: $(BIN)/.installed-$(EXTRAS)
+
+demo: install
+	$(BIN)/zdebug demo
+
+test: install
+	$(BIN)/pytest -q -ra
+
+bench: EXTRAS = test,bench
+bench: install
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .zdebug .pytest_cache

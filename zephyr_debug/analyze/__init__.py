@@ -1,0 +1,1 @@
+"""Analyzers: pure functions over `Evidence` returning plain dicts (the JSON contracts)."""

@@ -1,0 +1,1 @@
+"""Subcommands: thin modules that parse options, load evidence, analyze and render."""

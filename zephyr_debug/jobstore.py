@@ -1,0 +1,133 @@
+"""The embedded job store: `$ZDEBUG_HOME/jobs/<execution_id>/` (default `.zdebug/`).
+
+Layout of one job dir:
+    events.jsonl          append-only, one JSON event per line ({"ts", "type", ...})
+    coordinator.log       the coordinator's log, in Zephyr's line formats
+    workers/<id>.log      one log per worker process
+    crashes/<shard>-<attempt>.txt   full crash text of a failed attempt
+    scratch/<id>/         the worker's scratch dir (shard output)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from zephyr_debug.errors import ZdebugError
+from zephyr_debug.model import EXECUTION_ID_RE, safe_name
+
+EVENTS = "events.jsonl"
+COORDINATOR_LOG = "coordinator.log"
+
+
+def home() -> Path:
+    return Path(os.environ.get("ZDEBUG_HOME", ".zdebug"))
+
+
+def jobs_root() -> Path:
+    return home() / "jobs"
+
+
+def new_execution_id(name: str | None = None, now: float | None = None) -> str:
+    """Zephyr's default: `%Y%m%d-%H%M%S-<8 hex>`, optionally prefixed by a name."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now or time.time()))
+    eid = f"{stamp}-{secrets.token_hex(4)}"
+    return f"{safe_name(name)}-{eid}" if name else eid
+
+
+def is_job_dir(path: Path) -> bool:
+    return (path / EVENTS).is_file()
+
+
+def list_jobs(root: Path | None = None) -> list[Path]:
+    """Job dirs under the root, oldest first."""
+    root = root or jobs_root()
+    if not root.is_dir():
+        return []
+    dirs = [p for p in root.iterdir() if p.is_dir() and is_job_dir(p)]
+    return sorted(dirs, key=lambda p: (p / EVENTS).stat().st_mtime)
+
+
+def resolve_job(ref: str, root: Path | None = None) -> Path:
+    """A job dir from a path, an execution id, a unique prefix, or `latest`."""
+    path = Path(ref)
+    if path.is_dir():
+        if is_job_dir(path):
+            return path
+        raise ZdebugError(f"{ref}: not a job directory (no {EVENTS})")
+    root = root or jobs_root()
+    jobs = list_jobs(root)
+    if ref == "latest":
+        if not jobs:
+            raise ZdebugError(f"no jobs under {root} (run `zdebug demo` first)")
+        return jobs[-1]
+    if "/" in ref or ref in ("", ".", ".."):
+        raise ZdebugError(f"{ref}: no such job or directory")
+    exact = [p for p in jobs if p.name == ref]
+    matches = exact or [p for p in jobs if p.name.startswith(ref)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ZdebugError(f"{ref}: no such job under {root} (see `zdebug jobs`)")
+    names = ", ".join(p.name for p in matches[:5])
+    raise ZdebugError(f"{ref}: ambiguous job prefix ({names})")
+
+
+class EventLog:
+    """Append-only JSONL writer; one line per event, flushed at once, thread-safe."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(path, "a", encoding="utf-8")
+        except OSError as exc:
+            raise ZdebugError(f"{path}: cannot write job store ({exc.strerror})") from None
+
+    def write(self, type_: str, **fields) -> dict:
+        event = {"ts": round(time.time(), 6), "type": type_, **fields}
+        line = json.dumps(event, separators=(",", ":"), default=str)
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.write(line + "\n")
+                self._fh.flush()
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
+
+
+def read_events(path: Path, warnings: list[str] | None = None) -> Iterator[dict]:
+    """Events of one events.jsonl. Bad lines (a truncated last line from a killed
+    coordinator, garbage) are skipped and counted into `warnings`, never fatal."""
+    bad: list[int] = []
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise ZdebugError(f"{path}: cannot read ({exc.strerror})") from None
+    with fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                event = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                if raw.strip():
+                    bad.append(lineno)
+                continue
+            if isinstance(event, dict) and "type" in event and isinstance(event.get("ts"), (int, float)):
+                yield event
+            else:
+                bad.append(lineno)
+    if bad and warnings is not None:
+        where = ", ".join(map(str, bad[:3])) + (" …" if len(bad) > 3 else "")
+        warnings.append(f"{path}: skipped {len(bad)} unparseable line(s) (line {where})")
+
+
+def looks_like_execution_id(name: str) -> bool:
+    return bool(EXECUTION_ID_RE.match(name))

@@ -1,0 +1,190 @@
+"""Shared records and DataFrame schemas. No I/O here.
+
+Every source fills an `Evidence`; every analyzer reads one. Tables are pandas
+DataFrames with the columns listed below (missing values are NaN/None), so analyzers
+can stay vectorised whatever the evidence came from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+# Zephyr's worker states, new and old spellings. "alive" = can still run shards.
+ALIVE_STATES = frozenset({"active", "ready", "busy", "init"})
+DEAD_STATES = frozenset({"failed", "dead", "done"})
+
+# Failure kinds (Zephyr's ShardFailureKind).
+TASK, INFRA = "task", "infra"
+
+# Defaults shared with the coordinator (Zephyr's constants).
+MAX_SHARD_FAILURES = 3
+MAX_SHARD_INFRA_FAILURES = 20
+HEARTBEAT_TIMEOUT_S = 120.0
+HEARTBEAT_INTERVAL_S = 5.0
+NO_WORKERS_TIMEOUT_S = 60.0
+STALL_THRESHOLD_S = 45 * 60.0
+
+# Periodic status snapshots (coordinator log status lines, get_status polls, events).
+STATUS_COLUMNS = [
+    "ts",  # unix seconds
+    "stage",
+    "completed",
+    "total",
+    "in_flight",
+    "queue_depth",
+    "retries",
+    "alive",
+    "registered",
+    "dead",
+]
+
+# One row per shard attempt. outcome: done | failed | requeued | running | stale.
+ATTEMPT_COLUMNS = [
+    "stage",
+    "shard",
+    "attempt",
+    "worker",
+    "start_ts",
+    "end_ts",
+    "outcome",
+    "kind",  # task | infra | None
+    "elapsed_s",
+    "items",
+    "bytes",
+    "error",  # one-line error summary
+    "crash_file",  # path of the full crash text, when there is one
+    "peak_rss_bytes",  # subprocess runner: child's peak RSS (from wait4)
+    "returncode",  # subprocess runner: child's return code
+]
+
+# Heartbeat resource/progress samples, one row per worker per heartbeat.
+SAMPLE_COLUMNS = [
+    "ts",
+    "worker",
+    "stage",
+    "shard",  # shard being run at sample time, or NaN
+    "items",  # items processed so far in that shard
+    "bytes",
+    "rss_bytes",
+    "rss_peak_bytes",
+    "cpu_pct",
+    "disk_bytes",
+]
+
+# Latest known state per worker.
+WORKER_COLUMNS = [
+    "worker",
+    "state",
+    "last_seen_ago",  # seconds, relative to Evidence.now
+    "pid",
+    "memory_mb",
+    "memory_peak_mb",
+    "disk_mb",
+    "cpu",  # percent of one core
+    "shard",  # shard held now, or NaN
+]
+
+
+def empty_frame(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+
+
+def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    """DataFrame with exactly `columns` (extra keys dropped, missing ones NaN)."""
+    if not rows:
+        return empty_frame(columns)
+    return pd.DataFrame.from_records(rows).reindex(columns=columns)
+
+
+@dataclass
+class JobStatus:
+    """Zephyr's get_status() result."""
+
+    stage: str = ""
+    completed: int = 0
+    total: int = 0
+    retries: int = 0
+    in_flight: int = 0
+    queue_depth: int = 0
+    done: bool = False
+    fatal_error: str | None = None
+    workers: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "completed": self.completed,
+            "total": self.total,
+            "retries": self.retries,
+            "in_flight": self.in_flight,
+            "queue_depth": self.queue_depth,
+            "done": self.done,
+            "fatal_error": self.fatal_error,
+            "workers": self.workers,
+        }
+
+
+@dataclass
+class StageInfo:
+    name: str
+    index: int
+    total: int
+    start_ts: float | None = None
+    end_ts: float | None = None
+
+
+@dataclass
+class Crash:
+    """One crash text (a traceback, faulthandler dump or one-line error) and where it was."""
+
+    text: str
+    source: str  # file path (or URL) the text came from
+    line: int | None = None  # 1-based line in `source` when the crash sits inside a log
+    stage: str | None = None
+    shard: int | None = None
+    attempt: int | None = None
+    worker: str | None = None
+    kind: str | None = None  # task | infra | oom | segv | exit
+    ts: float | None = None
+
+    @property
+    def location(self) -> str:
+        return f"{self.source}:{self.line}" if self.line else self.source
+
+
+@dataclass
+class Evidence:
+    """Everything one source knows about one job."""
+
+    job: str
+    source: str
+    now: float  # reference time: wall clock for live jobs, last record time otherwise
+    state: str = "unknown"  # running | succeeded | failed | interrupted | unknown
+    stages: list[StageInfo] = field(default_factory=list)
+    status: pd.DataFrame = field(default_factory=lambda: empty_frame(STATUS_COLUMNS))
+    attempts: pd.DataFrame = field(default_factory=lambda: empty_frame(ATTEMPT_COLUMNS))
+    samples: pd.DataFrame = field(default_factory=lambda: empty_frame(SAMPLE_COLUMNS))
+    workers: pd.DataFrame = field(default_factory=lambda: empty_frame(WORKER_COLUMNS))
+    crashes: list[Crash] = field(default_factory=list)
+    counters: dict[str, float] = field(default_factory=dict)
+    fatal_error: str | None = None
+    progress_time: float | None = None  # unix time of the last stage start / shard completion
+    config: dict[str, Any] = field(default_factory=dict)
+    live: JobStatus | None = None  # the last get_status, when the source has one
+    warnings: list[str] = field(default_factory=list)  # e.g. "skipped 12 unparseable lines"
+
+    def setting(self, name: str, default: Any) -> Any:
+        value = self.config.get(name)
+        return default if value is None else value
+
+
+EXECUTION_ID_RE = re.compile(r"^(?:[\w.-]+-)?\d{8}-\d{6}-[0-9a-f]{8}$")
+
+
+def safe_name(name: str) -> str:
+    """A string usable as one path component (worker ids contain ':' and '/')."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or "_"

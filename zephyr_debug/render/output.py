@@ -1,0 +1,85 @@
+"""Shared output plumbing: consoles, JSON encoding, escaping of evidence text."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+# C0/C1 control characters except tab and newline: evidence must not drive the terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def err_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def clean(text: object) -> str:
+    """Evidence text made safe to print: control sequences shown as `\\x1b`, markup escaped."""
+    s = "" if text is None else str(text)
+    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+    return escape(s)
+
+
+def _plain(value):
+    """JSON-able copy: numpy scalars → Python, NaN → None, sets → sorted lists."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return [_plain(v) for v in items]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    return value
+
+
+def to_json(data) -> str:
+    return json.dumps(_plain(data), indent=2, ensure_ascii=False, default=str)
+
+
+def print_json(data) -> None:
+    sys.stdout.write(to_json(data) + "\n")
+
+
+def when(ts: float | None) -> str:
+    if ts is None or (isinstance(ts, float) and math.isnan(ts)):
+        return "-"
+    return datetime.fromtimestamp(ts, timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+        return "-"
+    seconds = float(seconds)
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+@contextmanager
+def progress(description: str, total: float | None = None) -> Iterator:
+    """A rich progress bar on a TTY (stderr), nothing when piped. Yields `advance(n)`."""
+    con = err_console()
+    if not con.is_terminal:
+        yield lambda n=1: None
+        return
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=con, transient=True)
+    with bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n=1: bar.advance(task, n)

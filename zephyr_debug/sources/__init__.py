@@ -1,0 +1,35 @@
+"""One loader over every kind of evidence: `load(target) -> Evidence`.
+
+`target` is a live coordinator URL, a job dir, an execution id (or unique prefix, or
+`latest`) in the job store, or a file / directory of other evidence. Content decides the
+format: each entry of `FILE_LOADERS` sniffs a path and returns Evidence or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from zephyr_debug import jobstore
+from zephyr_debug.errors import ZdebugError
+from zephyr_debug.model import Evidence
+from zephyr_debug.sources import jobdir, live
+
+# Loaders for evidence that is not a job dir (real Zephyr/Iris output, ...): tried in order.
+FILE_LOADERS: list[Callable[[Path], Evidence | None]] = []
+
+
+def load(target: str) -> Evidence:
+    if target.startswith(("http://", "https://")):
+        return live.load(target)
+    path = Path(target)
+    if path.is_dir() and jobstore.is_job_dir(path):
+        return jobdir.load(path)
+    if path.exists():
+        for loader in FILE_LOADERS:
+            evidence = loader(path)
+            if evidence is not None:
+                return evidence
+        kind = "directory" if path.is_dir() else "file"
+        raise ZdebugError(f"{target}: {kind} holds no evidence zdebug can read (no events.jsonl, no Zephyr logs)")
+    return jobdir.load(jobstore.resolve_job(target))

@@ -1,0 +1,73 @@
+"""Live source: a running reference coordinator's HTTP API (`http://127.0.0.1:PORT`).
+
+When the coordinator's job dir is readable here, its history is loaded too and the live
+`get_status` is laid over it; otherwise the evidence is the live snapshot alone.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import requests
+
+from zephyr_debug import jobstore
+from zephyr_debug.errors import ZdebugError
+from zephyr_debug.model import STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, frame
+from zephyr_debug.sources import jobdir
+
+TIMEOUT_S = 5.0
+
+
+def fetch(url: str, path: str) -> dict:
+    try:
+        reply = requests.get(url.rstrip("/") + path, timeout=TIMEOUT_S)
+    except requests.ConnectionError:
+        raise ZdebugError(f"{url}: coordinator unreachable (connection refused or no such host)") from None
+    except requests.Timeout:
+        raise ZdebugError(f"{url}: coordinator did not answer within {TIMEOUT_S:.0f}s") from None
+    except requests.RequestException as exc:
+        raise ZdebugError(f"{url}: {exc}") from None
+    if reply.status_code != 200:
+        raise ZdebugError(f"{url}{path}: HTTP {reply.status_code} (is this a zdebug reference coordinator?)")
+    try:
+        data = reply.json()
+    except ValueError:
+        raise ZdebugError(f"{url}{path}: answer is not JSON (is this a zdebug reference coordinator?)") from None
+    if not isinstance(data, dict):
+        raise ZdebugError(f"{url}{path}: unexpected answer {str(data)[:60]!r}")
+    return data
+
+
+def load(url: str) -> Evidence:
+    info = fetch(url, "/job")
+    status = fetch(url, "/status")
+    workers = fetch(url, "/workers")
+    counters = fetch(url, "/counters")
+    job_dir = Path(info.get("job_dir", ""))
+    if info.get("job_dir") and jobstore.is_job_dir(job_dir):
+        ev = jobdir.load(job_dir)
+    else:
+        ev = Evidence(job=info.get("execution_id", url), source=url, now=time.time(), config=info.get("config", {}))
+    now = time.time()
+    ev.source, ev.now, ev.counters = url, now, counters
+    ev.live = JobStatus(**{k: status[k] for k in JobStatus.__dataclass_fields__ if k in status})
+    ev.fatal_error = ev.live.fatal_error
+    ev.progress_time = info.get("progress_time", ev.progress_time)
+    ev.state = ("failed" if ev.live.fatal_error else "succeeded") if ev.live.done else "running"
+    alive = sum(w["state"] == "active" for w in workers.values())
+    row = {"ts": now, "stage": ev.live.stage, "completed": ev.live.completed, "total": ev.live.total,
+           "in_flight": ev.live.in_flight, "queue_depth": ev.live.queue_depth, "retries": ev.live.retries,
+           "alive": alive, "registered": len(workers), "dead": len(workers) - alive}
+    ev.status = frame(ev.status.to_dict("records") + [row], STATUS_COLUMNS)
+    ev.workers = frame([_worker_row(wid, w) for wid, w in workers.items()], WORKER_COLUMNS)
+    return ev
+
+
+def _worker_row(worker_id: str, w: dict) -> dict:
+    def mb(key: str) -> float | None:
+        return None if w.get(key) is None else round(w[key] / (1 << 20), 2)
+
+    return {"worker": worker_id, "state": w.get("state"), "last_seen_ago": w.get("last_seen_ago"),
+            "pid": w.get("pid"), "memory_mb": mb("rss_bytes"), "memory_peak_mb": mb("rss_peak_bytes"),
+            "disk_mb": mb("disk_bytes"), "cpu": w.get("cpu_pct"), "shard": w.get("shard")}
