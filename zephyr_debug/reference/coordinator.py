@@ -31,7 +31,7 @@ RUN_TASK, NO_WORK, SHUTDOWN = "run_task", "no_work_backoff", "shutdown"
 ACTIVE, FAILED, DONE = "active", "failed", "done"
 
 
-@dataclass
+@dataclass(frozen=True)
 class CoordinatorConfig:
     heartbeat_interval: float = HEARTBEAT_INTERVAL_S
     heartbeat_timeout: float = HEARTBEAT_TIMEOUT_S
@@ -57,6 +57,10 @@ class _Shard:
     holder: str | None = None
     started: float | None = None
     done: bool = False
+    worker: str | None = None  # holder of the latest attempt (kept after it ends)
+    finished: float | None = None
+    items: int = 0
+    bytes: int = 0
 
 
 @dataclass
@@ -182,6 +186,7 @@ class Coordinator:
             index = self.queue.popleft()
             shard = self.shards[index]
             shard.holder, shard.started = worker_id, worker.last_seen
+            shard.worker = worker_id
             worker.shard = index
             self.events.write("assign", stage=self.stage_name, shard=index, attempt=shard.attempt, worker=worker_id)
             spec = self.stages[self.stage_index]
@@ -210,7 +215,8 @@ class Coordinator:
             worker = self.workers[worker_id]
             worker.shard, worker.last_seen = None, time.time()
             self.completed += 1
-            self.progress_time = worker.last_seen
+            self.progress_time = record.finished = worker.last_seen
+            record.items, record.bytes = items, bytes
             self.counters["zephyr/item_count"] += items
             self.counters["zephyr/bytes_processed"] += bytes
             for name, value in (counters or {}).items():
@@ -379,7 +385,8 @@ class Coordinator:
             return {"status": self.get_status(), "progress_time": self.progress_time,
                     "stage_index": self.stage_index, "failures": dict(self.failures),
                     "worker_states": dict(states), "workers": self.worker_details(),
-                    "counters": dict(self.counters), "config": asdict(self.config)}
+                    "counters": dict(self.counters), "config": asdict(self.config),
+                    "shards": [asdict(s) for s in self.shards.values()], "stage_count": len(self.stages)}
 
 
 def _summary(error: str) -> str:

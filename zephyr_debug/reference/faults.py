@@ -20,7 +20,7 @@ KINDS: dict[str, tuple[str, float, int | None]] = {
     "crash-loop": ("shard", 1.0, None),  # raises on every attempt: TASK abort
     "oom": ("shard", 1.0, 1),  # grows memory until the watchdog SIGKILLs it
     "segfault": ("shard", 1.0, 1),  # real SIGSEGV via ctypes
-    "kill-worker": ("worker", 1.0, 1),  # worker process group SIGKILLed mid-shard
+    "kill-worker": ("worker", 1.0, 1),  # worker process group SIGKILLed mid-shard, once
     "kill-all-workers": ("shard", 1.0, 1),  # every worker SIGKILLed once this shard starts
 }
 

@@ -44,7 +44,6 @@ class JobConfig:
     memory_limit_mb: int = 768
     respawn: bool = True  # restart SIGKILLed workers under the same id
     respawn_delay_s: float = 1.0
-    kill_after_s: float = 0.5  # kill-worker: how far into a shard the worker is killed
     deadline_s: float | None = 600.0  # then the job is stopped and marked interrupted
     root: Path | None = None  # jobs root; default $ZDEBUG_HOME/jobs
     host: str = LOOPBACK
@@ -152,24 +151,15 @@ class Job:
                 self._spawn(worker)
 
     def _inject_process_faults(self) -> None:
-        details = self.coordinator.worker_details()
+        """kill-all-workers: SIGKILL every worker once the target shard is running.
+        (kill-worker is done by the shard code itself, mid-shard: see shardwork.)"""
         for fault in self.config.faults:
-            if fault in self._fired:
+            if fault.kind != "kill-all-workers" or fault in self._fired:
                 continue
-            if fault.kind == "kill-worker" and fault.target < len(self.workers):
-                worker = self.workers[fault.target]
-                held = details.get(worker.id, {})
-                if held.get("shard") is not None and worker.proc and self._holding_for(worker.id) >= self.config.kill_after_s:
-                    self._fire(fault, [worker])
-            elif fault.kind == "kill-all-workers":
-                shard = self.coordinator.shards.get(fault.target)
-                if self.coordinator.stage_index == fault.stage and shard is not None and shard.holder:
-                    self.config.respawn = False
-                    self._fire(fault, [w for w in self.workers if w.proc])
-
-    def _holding_for(self, worker_id: str) -> float:
-        shard = next((s for s in self.coordinator.shards.values() if s.holder == worker_id), None)
-        return time.time() - shard.started if shard and shard.started else 0.0
+            shard = self.coordinator.shards.get(fault.target)
+            if self.coordinator.stage_index == fault.stage and shard is not None and shard.holder:
+                self.config.respawn = False
+                self._fire(fault, [w for w in self.workers if w.proc])
 
     def _fire(self, fault: Fault, victims: list[_WorkerProc]) -> None:
         self._fired.add(fault)

@@ -2,16 +2,38 @@
 
 Names follow Zephyr's telemetry: `progress_time_seconds{run}` is the Unix time of the last
 stage start or shard completion; counters are exported as gauges named without `zephyr/`
-and with non-word characters turned into `_`. The rest is what debugging needs.
+and with non-word characters turned into `_`. The rest is what debugging needs: stage
+progress, queue, workers by state, failures by kind, per-worker resources, and per-shard
+rows of the current stage (like Zephyr's per-shard telemetry) so stragglers can be found
+from Prometheus alone. `METRICS` lists every name; the dashboards and alerts use only those.
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from zephyr_debug.model import INFRA, TASK
+
+WORKER_STATES = ("active", "failed", "done")
+# Per-worker sample key -> (metric, help).
+PER_WORKER = {
+    "rss_bytes": ("zephyr_worker_memory_bytes", "Worker resident memory (process tree)"),
+    "rss_peak_bytes": ("zephyr_worker_memory_peak_bytes", "Worker peak resident memory"),
+    "disk_bytes": ("zephyr_worker_disk_bytes", "Bytes in the worker's scratch dir"),
+    "cpu_pct": ("zephyr_worker_cpu_percent", "Worker CPU, percent of one core"),
+}
+SHARD_LABELS = ["run", "stage", "shard", "attempt", "worker"]
+METRICS = {
+    "progress_time_seconds", "zephyr_shards_in_flight", "zephyr_queue_depth", "zephyr_shards_completed",
+    "zephyr_shards_total", "zephyr_stage_retries", "zephyr_stage_index", "zephyr_stages",
+    "zephyr_pipeline_done", "zephyr_pipeline_failed", "zephyr_workers", "zephyr_shard_failures_total",
+    "zephyr_worker_last_seen_seconds", "zephyr_worker_shard", "zephyr_shard_start_time_seconds",
+    "zephyr_shard_elapsed_seconds", "zephyr_shard_done", "zephyr_shard_items", "zephyr_shard_bytes",
+    "zephyr_shard_attempt_failures", *(name for name, _ in PER_WORKER.values()),
+}
 
 
 def metric_name(counter: str) -> str:
@@ -27,9 +49,11 @@ class CoordinatorCollector:
         self.coordinator = coordinator
 
     def collect(self):
-        snap = self.coordinator.snapshot()
-        run = self.coordinator.execution_id
+        c = self.coordinator
+        snap = c.snapshot()
+        run = c.execution_id
         status = snap["status"]
+        now = time.time()
 
         def gauge(name: str, doc: str, value: float, **labels: str) -> GaugeMetricFamily:
             family = GaugeMetricFamily(name, doc, labels=["run", *labels])
@@ -41,18 +65,17 @@ class CoordinatorCollector:
         stage = {"stage": status.stage}
         yield gauge("zephyr_shards_in_flight", "Shards running now", status.in_flight, **stage)
         yield gauge("zephyr_queue_depth", "Shards waiting for a worker", status.queue_depth, **stage)
-        yield gauge("zephyr_shards_completed", "Shards completed in the current stage", status.completed, **stage)
-        yield gauge("zephyr_shards_total", "Shards in the current stage", status.total, **stage)
         yield gauge("zephyr_stage_retries", "Shard retries in the current stage", status.retries, **stage)
         yield gauge("zephyr_stage_index", "Index of the current stage", snap["stage_index"])
+        yield gauge("zephyr_stages", "Stages in the pipeline", snap["stage_count"])
         yield gauge("zephyr_pipeline_done", "1 when the coordinator is shutting down", float(status.done))
         yield gauge("zephyr_pipeline_failed", "1 when the pipeline aborted", float(status.fatal_error is not None))
+        yield from self._stages(run, snap)
 
         states = GaugeMetricFamily("zephyr_workers", "Workers by state", labels=["run", "state"])
-        for state in ("active", "failed", "done"):
+        for state in WORKER_STATES:
             states.add_metric([run, state], snap["worker_states"].get(state, 0))
         yield states
-
         failures = CounterMetricFamily("zephyr_shard_failures", "Shard failures by kind", labels=["run", "kind"])
         for kind in (TASK, INFRA):
             failures.add_metric([run, kind], snap["failures"].get(kind, 0))
@@ -60,14 +83,23 @@ class CoordinatorCollector:
 
         for counter, value in snap["counters"].items():
             yield gauge(metric_name(counter), f"Zephyr counter {counter}", value)
+        yield from self._workers(run, snap)
+        yield from self._shards(run, status.stage, snap["shards"], snap["workers"], now)
 
-        per_worker = {
-            "rss_bytes": ("zephyr_worker_memory_bytes", "Worker resident memory"),
-            "rss_peak_bytes": ("zephyr_worker_memory_peak_bytes", "Worker peak resident memory"),
-            "disk_bytes": ("zephyr_worker_disk_bytes", "Bytes in the worker's scratch dir"),
-            "cpu_pct": ("zephyr_worker_cpu_percent", "Worker CPU, percent of one core"),
-        }
-        for key, (name, doc) in per_worker.items():
+    def _stages(self, run: str, snap: dict):
+        """Completed / total per stage started so far (earlier stages are complete)."""
+        completed = GaugeMetricFamily("zephyr_shards_completed", "Shards completed, per stage", labels=["run", "stage"])
+        total = GaugeMetricFamily("zephyr_shards_total", "Shards, per stage", labels=["run", "stage"])
+        for index, spec in enumerate(self.coordinator.stages[:snap["stage_index"] + 1]):
+            name = f"stage{index}-{spec.ops}"
+            done = snap["status"].completed if index == snap["stage_index"] else spec.shards
+            completed.add_metric([run, name], done)
+            total.add_metric([run, name], spec.shards)
+        yield completed
+        yield total
+
+    def _workers(self, run: str, snap: dict):
+        for key, (name, doc) in PER_WORKER.items():
             family = GaugeMetricFamily(name, doc, labels=["run", "worker"])
             for worker, info in snap["workers"].items():
                 if info.get(key) is not None:
@@ -75,6 +107,41 @@ class CoordinatorCollector:
             yield family
         seen = GaugeMetricFamily("zephyr_worker_last_seen_seconds", "Seconds since the worker was heard from",
                                  labels=["run", "worker", "state"])
+        held = GaugeMetricFamily("zephyr_worker_shard", "Shard the worker holds now", labels=["run", "worker", "stage"])
         for worker, info in snap["workers"].items():
             seen.add_metric([run, worker, info["state"]], info["last_seen_ago"])
+            if info.get("shard") is not None:
+                held.add_metric([run, worker, snap["status"].stage], info["shard"])
         yield seen
+        yield held
+
+    def _shards(self, run: str, stage: str, shards: list[dict], workers: dict, now: float):
+        """One series per started shard of the current stage, labelled by its latest attempt."""
+        families = {
+            "start": GaugeMetricFamily("zephyr_shard_start_time_seconds", "Unix time the attempt started",
+                                       labels=SHARD_LABELS),
+            "elapsed": GaugeMetricFamily("zephyr_shard_elapsed_seconds", "Seconds the attempt has run (or ran)",
+                                         labels=SHARD_LABELS),
+            "done": GaugeMetricFamily("zephyr_shard_done", "1 once the attempt completed", labels=SHARD_LABELS),
+            "items": GaugeMetricFamily("zephyr_shard_items", "Items the attempt has processed", labels=SHARD_LABELS),
+            "bytes": GaugeMetricFamily("zephyr_shard_bytes", "Bytes the attempt has processed", labels=SHARD_LABELS),
+        }
+        failures = GaugeMetricFamily("zephyr_shard_attempt_failures", "Failed attempts of the shard, by kind",
+                                     labels=["run", "stage", "shard", "kind"])
+        for s in shards:
+            for kind, count in ((TASK, s["task_errors"]), (INFRA, s["infra_errors"])):
+                if count:
+                    failures.add_metric([run, stage, str(s["index"]), kind], count)
+            if s["started"] is None or not (s["done"] or s["holder"]):
+                continue  # never started, or requeued and waiting
+            labels = [run, stage, str(s["index"]), str(s["attempt"]), s["worker"] or ""]
+            progress = workers.get(s["holder"], {}) if s["holder"] else {}
+            if progress.get("shard") != s["index"]:
+                progress = {}
+            families["start"].add_metric(labels, s["started"])
+            families["elapsed"].add_metric(labels, (s["finished"] if s["done"] else now) - s["started"])
+            families["done"].add_metric(labels, float(s["done"]))
+            families["items"].add_metric(labels, s["items"] if s["done"] else progress.get("items", 0))
+            families["bytes"].add_metric(labels, s["bytes"] if s["done"] else progress.get("bytes", 0))
+        yield from families.values()
+        yield failures

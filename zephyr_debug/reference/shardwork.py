@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
+import signal
 import sys
 import threading
 import time
@@ -37,6 +39,7 @@ def run_shard(task: dict, faults: list[Fault], scratch: Path, progress: Progress
     pace = float(work.get("chunk_seconds", 0.05))
     fired = {f.kind: f for f in faults if f.hits(stage, shard, attempt)}
     slow = max([f.factor for f in faults if f.kind == "slow-worker" and f.target == worker_index] or [1.0])
+    kill = [f for f in faults if f.kind == "kill-worker" and f.target == worker_index and f.stage == stage]
     if "skew-shard" in fired:
         rows = int(rows * fired["skew-shard"].factor)
     rng = np.random.default_rng(1000 * stage + shard)
@@ -45,6 +48,8 @@ def run_shard(task: dict, faults: list[Fault], scratch: Path, progress: Progress
         frame = _make_chunk(rng, min(chunk_rows, rows - start), start)
         if start >= rows // 2:
             _midway_faults(fired, frame, shard)
+            if kill:
+                _kill_own_worker(scratch, kill[0])
         outputs.append(_transform(frame))
         if "slow-shard" in fired:
             _expensive_records(frame["text"], pace * (fired["slow-shard"].factor - 1))
@@ -132,6 +137,17 @@ def _load_whole_split() -> None:
 def _native_decode() -> None:
     """A native crash: reads address 0 (a real SIGSEGV)."""
     ctypes.string_at(0)
+
+
+def _kill_own_worker(scratch: Path, fault: Fault) -> None:
+    """SIGKILL the worker's whole process group (worker + shard child), once per fault:
+    a marker in the scratch dir keeps the respawned worker from doing it again."""
+    marker = scratch / f".fault-{fault.kind}-{fault.target}"
+    if marker.exists():
+        return
+    scratch.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    os.killpg(os.getpgid(0), signal.SIGKILL)
 
 
 def _wait_for_remote(seconds: float | None) -> None:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import requests
 
 from zephyr_debug import jobstore
 from zephyr_debug.model import (
@@ -99,7 +100,7 @@ def load(job_dir: Path) -> Evidence:
     ev.attempts = frame(list(attempts.values()), ATTEMPT_COLUMNS + ["failure", "reason"])
     ev.samples = frame(samples, SAMPLE_COLUMNS)
     if not ended:
-        running = launcher_pid is not None and _pid_alive(launcher_pid)
+        running = launcher_pid is not None and _pid_alive(launcher_pid) and _serving(ev.config.get("url"), ev.job)
         ev.state = "running" if running else "interrupted"
         if running:
             ev.now = time.time()
@@ -161,6 +162,16 @@ def _inside(job_dir: Path, name: str) -> Path | None:
         if resolved.is_relative_to(root) and resolved.is_file():
             return resolved
     return None
+
+
+def _serving(url: str | None, job: str) -> bool:
+    """Does the job's coordinator still answer, as this job?"""
+    if not url:
+        return False
+    try:
+        return requests.get(url + "/job", timeout=1.0).json().get("execution_id") == job
+    except (requests.RequestException, ValueError, AttributeError):
+        return False
 
 
 def _pid_alive(pid: int) -> bool:

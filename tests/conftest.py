@@ -1,0 +1,51 @@
+"""Shared fixtures: real reference jobs with test-sized timings, cached per session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from zephyr_debug.reference import CoordinatorConfig, JobConfig, JobResult, StageSpec, parse_fault, run_job
+
+FAST = CoordinatorConfig(heartbeat_interval=0.2, heartbeat_timeout=2.0, status_interval=0.25,
+                         no_workers_timeout=2.0)
+
+
+def fast_stages(shards: int = 8, rows: int = 4000, chunk_seconds: float = 0.02, stages: int = 2) -> list[StageSpec]:
+    work = {"rows": rows, "chunk_rows": max(rows // 10, 1), "chunk_seconds": chunk_seconds}
+    specs = [StageSpec("Map", shards, work), StageSpec("Map → Write", max(shards // 4, 1), work)]
+    return specs[:stages]
+
+
+def run_reference(root: Path, faults: tuple[str, ...] = (), *, workers: int = 3, runner: str = "inline",
+                  shards: int = 8, rows: int = 4000, chunk_seconds: float = 0.02, stages: int = 2,
+                  deadline_s: float = 120.0, **overrides) -> JobResult:
+    """Run one reference job to its end with test-sized heartbeats and timeouts."""
+    coordinator = overrides.pop("coordinator", FAST)
+    config = JobConfig(workers=workers, runner=runner, stages=fast_stages(shards, rows, chunk_seconds, stages),
+                       faults=[parse_fault(f) for f in faults], coordinator=coordinator, root=root,
+                       deadline_s=deadline_s, **overrides)
+    return run_job(config)
+
+
+@pytest.fixture(scope="session")
+def jobs_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("zdebug-home") / "jobs"
+    os.environ["ZDEBUG_HOME"] = str(root.parent)
+    return root
+
+
+@pytest.fixture(scope="session")
+def reference_job(jobs_root):
+    """`reference_job(faults, **options)`: a finished JobResult, run once per distinct call."""
+    cache: dict[tuple, JobResult] = {}
+
+    def get(*faults: str, **options) -> JobResult:
+        key = (faults, tuple(sorted(options.items())))
+        if key not in cache:
+            cache[key] = run_reference(jobs_root, faults, **options)
+        return cache[key]
+
+    return get
