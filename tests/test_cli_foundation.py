@@ -1,0 +1,127 @@
+"""`zdebug demo / jobs / status` as a user runs them: real processes, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from zephyr_debug import jobstore
+from zephyr_debug.reference import Job, JobConfig, parse_fault
+
+from conftest import FAST, fast_stages
+
+ZDEBUG = [sys.executable, "-m", "zephyr_debug.cli"]
+
+
+def zdebug(*args: str, home: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, **({"ZDEBUG_HOME": str(home)} if home else {})}
+    return subprocess.run([*ZDEBUG, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zdebug: error: "), proc.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_status_json_of_a_finished_job(reference_job, jobs_root):
+    result = reference_job("crash-loop:2", workers=2, shards=4, stages=1)
+    proc = zdebug("status", result.execution_id[:18], "--json", home=jobs_root.parent)
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    for key in ("stage", "completed", "total", "retries", "in_flight", "queue_depth", "done", "fatal_error", "workers"):
+        assert key in s
+    assert s["state"] == "failed" and s["done"] is True
+    assert s["fatal_error"].startswith("Shard 2 failed 3 times (max 3)")
+    assert "Shard 2 failed 3 times" in s["diagnosis"]
+    assert any(step.startswith("zdebug crashes ") for step in s["next"])
+
+
+def test_jobs_lists_runs_and_status_renders_a_table(reference_job, jobs_root):
+    result = reference_job(workers=2, shards=4)
+    listed = json.loads(zdebug("jobs", "--json", home=jobs_root.parent).stdout)
+    assert result.execution_id in {j["job"] for j in listed["jobs"]}
+    proc = zdebug("status", str(result.job_dir), home=jobs_root.parent)
+    assert proc.returncode == 0 and "succeeded" in proc.stdout and "Diagnosis:" in proc.stdout
+
+
+def test_bad_targets_are_one_line_errors(tmp_path):
+    assert_one_line_error(zdebug("status", "no-such-job", home=tmp_path), "no-such-job")
+    assert_one_line_error(zdebug("status", "http://127.0.0.1:9", home=tmp_path), "unreachable")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert_one_line_error(zdebug("status", str(empty), home=tmp_path), str(empty))
+
+
+def test_live_coordinator_url_status_and_metrics(tmp_path):
+    config = JobConfig(workers=2, runner="inline", stages=fast_stages(4, 4000, stages=1),
+                       faults=[parse_fault("hang:1:secs=6")], coordinator=FAST, root=tmp_path, deadline_s=60)
+    job = Job(config).start()
+    waiter = threading.Thread(target=job.wait, daemon=True)
+    waiter.start()
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and not job.coordinator.get_status().in_flight:
+            time.sleep(0.1)
+        proc = zdebug("status", job.url, "--json")
+        assert proc.returncode == 0, proc.stderr
+        s = json.loads(proc.stdout)
+        assert s["state"] == "running" and s["total"] == 4 and s["done"] is False
+        assert set(s["workers"]) == {w.id for w in job.workers}
+        metrics = requests.get(job.url + "/metrics", timeout=5).text
+        assert f'progress_time_seconds{{run="{job.execution_id}"}}' in metrics
+        assert "zephyr_shards_in_flight" in metrics and "zephyr_queue_depth" in metrics
+        raw = requests.get(job.url + "/status", timeout=5).json()
+        assert raw["stage"] == "stage0-Map" and all("last_seen_ago" in w for w in raw["workers"].values())
+    finally:
+        waiter.join(60)
+    assert job.state == "succeeded"
+
+
+@pytest.mark.slow
+def test_killed_coordinator_reads_as_interrupted(tmp_path):
+    script = (
+        "import sys; from pathlib import Path; sys.path.insert(0, 'tests');"
+        "from conftest import run_reference;"
+        f"run_reference(Path({str(tmp_path)!r}), ('hang:0',), workers=2, shards=4, stages=1)"
+    )
+    launcher = subprocess.Popen([sys.executable, "-c", script], cwd=Path(__file__).parent.parent)
+    try:
+        deadline = time.time() + 60
+        job_dir = None
+        while time.time() < deadline:
+            dirs = jobstore.list_jobs(tmp_path)
+            if dirs and b'"type":"assign"' in (dirs[0] / jobstore.EVENTS).read_bytes():
+                job_dir = dirs[0]
+                break
+            time.sleep(0.2)
+        assert job_dir is not None
+        assert json.loads(zdebug("status", str(job_dir), "--json").stdout)["state"] == "running"
+    finally:
+        launcher.send_signal(signal.SIGKILL)
+        launcher.wait()
+    s = json.loads(zdebug("status", str(job_dir), "--json").stdout)
+    assert s["state"] == "interrupted" and s["done"] is False
+    assert "interrupted" in s["diagnosis"]
+
+
+def test_demo_runs_a_small_job_and_leaves_a_job_dir(tmp_path):
+    proc = zdebug("demo", "--workers", "2", "--shards", "4", "--rows", "2000", "--runner", "inline",
+                  "--fault", "exception:1", "--json", home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["state"] == "succeeded" and out["faults"] == ["exception:1"]
+    assert (Path(out["dir"]) / "crashes").is_dir()
+    assert_one_line_error(zdebug("demo", "--fault", "bogus:1", home=tmp_path), "unknown kind")
