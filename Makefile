@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= test
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench clean dashboards observe
 
 $(BIN)/.installed-$(EXTRAS): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,12 @@ demo: install
 
 test: install
 	$(BIN)/pytest -q -ra
+
+dashboards: install
+	$(BIN)/python -m zephyr_debug.dashboards dashboards
+
+observe: install
+	$(BIN)/zdebug observe
 
 bench: EXTRAS = test,bench
 bench: install
