@@ -1,0 +1,104 @@
+"""`zdebug profile <target>`: py-spy a worker, write a schema-valid speedscope file, print a verdict.
+
+`zdebug profile summarize FILE` gives the same verdict for any speedscope file (or an Iris
+profile-task reply). `zdebug profile <target>` is short for `zdebug profile record <target>`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from zephyr_debug.commands.common import JSON
+from zephyr_debug.model import safe_name
+from zephyr_debug.profile import pyspy, speedscope
+from zephyr_debug.profile.summary import summarize as summarize_profile
+from zephyr_debug.profile.target import Target, resolve
+from zephyr_debug.render.output import print_json
+from zephyr_debug.render.profile import render_summary
+
+TARGET = typer.Argument(None, help="A pid, or a worker id of a live job (with --job).")
+JOB = typer.Option(None, "--job", help="The live job the worker id belongs to (id, prefix, `latest`, dir or URL).")
+STRAGGLER = typer.Option(None, "--straggler", metavar="JOB",
+                         help="Target the worker holding JOB's longest-running in-flight shard.")
+SUBPROCESSES = typer.Option(None, "--subprocesses/--no-subprocesses",
+                            help="Include child processes (default: on for jobs using the subprocess runner).")
+
+
+class _RecordByDefault(TyperGroup):
+    """Anything that is not a subcommand goes to `record`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["record", *args]
+        return super().parse_args(ctx, args)
+
+
+def with_subprocesses(target: Target, flag: bool | None) -> bool:
+    return target.runner == "subprocess" if flag is None else flag
+
+
+def target_info(target: Target) -> dict:
+    return {"pid": target.pid, "worker": target.worker, "shard": target.shard, "shard_elapsed_s": target.elapsed_s}
+
+
+def _default_output(target: Target) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if target.job_dir is not None and target.worker:
+        return target.job_dir / "profiles" / f"{safe_name(target.worker)}-{stamp}.speedscope.json"
+    return Path(f"zdebug-profile-{target.pid}-{stamp}.speedscope.json")
+
+
+def _next_steps(summary: dict, file: Path, pid: int | None) -> list[str]:
+    if summary["verdict"] in ("waiting", "mixed", "no-samples") and pid:
+        return [f"zdebug dump {pid}", f"open {file} in https://www.speedscope.app"]
+    return [f"open {file} in https://www.speedscope.app"]
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(cls=_RecordByDefault, no_args_is_help=True,
+                        help="Profile a worker with py-spy: user code vs libraries vs waiting, hot frames.")
+    app.add_typer(group, name="profile")
+
+    @group.command()
+    def record(
+        target: str = TARGET,
+        job: str = JOB,
+        straggler: str = STRAGGLER,
+        duration: float = typer.Option(10.0, min=0.1, help="Seconds to sample."),
+        rate: int = typer.Option(100, min=1, max=10_000, help="Samples per second."),
+        gil: bool = typer.Option(False, "--gil", help="Only samples holding the GIL; reports the GIL-holding share."),
+        idle: bool = typer.Option(True, "--idle/--no-idle", help="Sample idle threads too (needed to measure waiting)."),
+        subprocesses: bool = SUBPROCESSES,
+        output: Path = typer.Option(None, "-o", "--output", help="Speedscope file to write "
+                                    "(default: <job dir>/profiles/ for a worker, else the current dir)."),
+        as_json: bool = JSON,
+    ) -> None:
+        """Sample a pid or a job's worker with py-spy; write a speedscope file; print the verdict."""
+        resolved = resolve(target, job, straggler)
+        rec = pyspy.record(resolved.pid, output or _default_output(resolved), duration_s=duration, rate=rate,
+                           gil=gil, idle=idle, subprocesses=with_subprocesses(resolved, subprocesses))
+        doc = speedscope.load(rec.path)
+        speedscope.write(doc, rec.path)
+        summary = summarize_profile(doc, duration_s=rec.duration_s, gil=gil, source=resolved.label)
+        summary.update(file=str(rec.path), target=target_info(resolved), rate=rate, idle=idle,
+                       subprocesses=rec.subprocesses, next=_next_steps(summary, rec.path, resolved.pid))
+        print_json(summary) if as_json else render_summary(summary)
+
+    @group.command()
+    def summarize(
+        file: Path = typer.Argument(..., help="A speedscope JSON file, or an Iris profile-task reply (profile_data)."),
+        output: Path = typer.Option(None, "-o", "--output", help="Also write the (decoded, fixed) speedscope file."),
+        as_json: bool = JSON,
+    ) -> None:
+        """The verdict for an existing speedscope file."""
+        doc = speedscope.load(file)
+        if output:
+            speedscope.write(doc, output)
+        summary = summarize_profile(doc, source=str(file))
+        summary.update(file=str(output or file), next=_next_steps(summary, output or file, None))
+        print_json(summary) if as_json else render_summary(summary)

@@ -1,0 +1,1 @@
+"""Profiling: py-spy driving, speedscope files, the verdict, thread dumps."""

@@ -1,0 +1,119 @@
+"""Speedscope files: read (also an Iris profile-task reply), fix py-spy's nulls, write, flatten.
+
+`file-format-schema.json` is speedscope's published schema, vendored unchanged (npm
+`speedscope` 1.25.0). py-spy writes `"activeProfileIndex": null` and `"col": null`, which
+that schema rejects; `fix()` drops null fields so the files validate.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from zephyr_debug.errors import ZdebugError
+
+SCHEMA_PATH = Path(__file__).with_name("file-format-schema.json")
+SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
+# Frames table (one row per shared frame) and samples table (one row per sample).
+FRAME_COLUMNS = ["frame", "name", "file", "line"]
+SAMPLE_COLUMNS = ["sample", "thread", "weight", "stack"]  # stack: frame indices, root first
+
+
+def load(path: Path) -> dict:
+    """A speedscope document from a file: speedscope JSON, or an Iris reply with base64 `profile_data`."""
+    try:
+        doc = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise ZdebugError(f"{path}: cannot read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ZdebugError(f"{path}: not JSON ({exc})") from None
+    if isinstance(doc, dict) and ("profile_data" in doc or "profileData" in doc):
+        doc = _from_iris(path, doc)
+    if not isinstance(doc, dict) or not isinstance(doc.get("profiles"), list):
+        raise ZdebugError(f"{path}: not a speedscope file (no `profiles` list)")
+    return fix(doc)
+
+
+def _from_iris(path: Path, reply: dict) -> dict:
+    data = reply.get("profile_data", reply.get("profileData")) or ""
+    if not data:
+        raise ZdebugError(f"{path}: Iris profile reply has no profile_data (error: {reply.get('error') or 'none'})")
+    try:
+        return json.loads(base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError):
+        raise ZdebugError(f"{path}: profile_data is not base64 speedscope JSON") from None
+
+
+def _drop_nulls(obj: dict) -> dict:
+    return {k: v for k, v in obj.items() if v is not None}
+
+
+def fix(doc: dict) -> dict:
+    """The document made valid for speedscope's schema (nulls dropped, required keys filled)."""
+    doc = _drop_nulls(doc)
+    doc["$schema"] = SCHEMA_URL
+    shared = doc.get("shared") if isinstance(doc.get("shared"), dict) else {}
+    frames = [_drop_nulls(f) for f in shared.get("frames") or [] if isinstance(f, dict)]
+    for frame in frames:
+        frame["name"] = str(frame.get("name", "?"))
+    doc["shared"] = {**shared, "frames": frames}
+    profiles = []
+    for i, profile in enumerate(doc["profiles"]):
+        profile = _drop_nulls(profile)
+        profile.setdefault("name", f"profile {i}")
+        profile.setdefault("unit", "none")
+        profile.setdefault("startValue", 0)
+        if profile.get("type") == "sampled":
+            profile.setdefault("samples", [])
+            profile.setdefault("weights", [1] * len(profile["samples"]))
+            profile.setdefault("endValue", sum(profile["weights"]))
+        profiles.append(profile)
+    doc["profiles"] = profiles
+    return doc
+
+
+def write(doc: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(fix(doc), separators=(",", ":")))
+    return path
+
+
+def frames(doc: dict) -> pd.DataFrame:
+    rows = [{"frame": i, "name": f.get("name", "?"), "file": f.get("file", ""), "line": f.get("line")}
+            for i, f in enumerate(doc["shared"]["frames"])]
+    return pd.DataFrame(rows, columns=FRAME_COLUMNS)
+
+
+def samples(doc: dict) -> pd.DataFrame:
+    """Every sample of every profile: thread (= profile name), weight and stack (root first)."""
+    rows = []
+    for profile in doc["profiles"]:
+        if profile.get("type") == "sampled":
+            pairs = zip(profile["samples"], profile["weights"])
+        elif profile.get("type") == "evented":
+            pairs = _evented_stacks(profile.get("events", []))
+        else:
+            continue
+        rows.extend({"thread": profile["name"], "weight": float(w), "stack": tuple(s)} for s, w in pairs if s)
+    table = pd.DataFrame(rows, columns=SAMPLE_COLUMNS[1:])
+    table.insert(0, "sample", range(len(table)))
+    return table
+
+
+def _evented_stacks(events: list[dict]) -> list[tuple[tuple, float]]:
+    """Evented profile as (stack, duration) pairs: the open stack between consecutive events."""
+    stack: list[int] = []
+    out, last = [], None
+    for event in sorted(events, key=lambda e: e["at"]):
+        if stack and last is not None and event["at"] > last:
+            out.append((tuple(stack), event["at"] - last))
+        last = event["at"]
+        if event["type"] == "O":
+            stack.append(event["frame"])
+        elif event["frame"] in stack:
+            del stack[len(stack) - 1 - stack[::-1].index(event["frame"]):]
+    return out
