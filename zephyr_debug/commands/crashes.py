@@ -1,0 +1,93 @@
+"""`zdebug crashes <source> [--dedupe]` and `zdebug crashes normalize FILE`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+
+from zephyr_debug import jobstore
+from zephyr_debug.commands.common import JSON, load_evidence
+from zephyr_debug.crashes import inputs
+from zephyr_debug.crashes.cluster import cluster, rows
+from zephyr_debug.crashes.fingerprint import Fingerprinter
+from zephyr_debug.crashes.parse import Stats
+from zephyr_debug.errors import ZdebugError
+from zephyr_debug.model import Crash
+from zephyr_debug.render import crashes as view
+from zephyr_debug.render.output import print_json
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def crashes(
+        args: list[str] = typer.Argument(..., metavar="SOURCE | normalize FILE",
+                                         help="A job (id, prefix, `latest`, dir or URL), a log file, a directory "
+                                              "of crash files, or `-` for stdin. `normalize FILE` shows the "
+                                              "normalized form of the crash reports in FILE."),
+        dedupe: bool = typer.Option(False, "--dedupe", help="Group crashes by fingerprint."),
+        shard: int = typer.Option(None, "--shard", help="Only crashes of this shard."),
+        in_app: list[str] = typer.Option(None, "--in-app", metavar="PKG",
+                                         help="Frames of module PKG (and its submodules) are in-app; repeatable."),
+        as_json: bool = JSON,
+    ) -> None:
+        """Crashes of a job or log: one row per crash, or grouped by fingerprint with --dedupe."""
+        fp = Fingerprinter(tuple(in_app or ()))
+        stats = Stats()
+        if args[0] == "normalize":
+            if len(args) != 2:
+                raise ZdebugError("usage: zdebug crashes normalize FILE (or - for stdin)")
+            reports = [{"source": c.location, "normalized": fp.norm.report(c.text),
+                        **_signature(fp, c)} for c in inputs.stream(args[1], stats)]
+            if not reports and not stats.lines:
+                raise ZdebugError(f"{args[1]}: empty")
+            _finish(view.normalized, {"reports": reports}, stats, as_json)
+            return
+        if len(args) != 1:
+            raise ZdebugError(f"expected one SOURCE, got {len(args)}: {' '.join(args)}")
+        source = args[0]
+        found = _crashes(source, stats, as_json)
+        if shard is not None:
+            found = (c for c in found if c.shard == shard)
+        context = {"source": source, "shard": shard}
+        if dedupe:
+            data = {**context, "groups": [g.to_dict() for g in cluster(found, fp)]}
+            _finish(view.groups, data, stats, as_json)
+        else:
+            _finish(view.rows, {**context, "crashes": list(rows(found, fp))}, stats, as_json)
+
+
+def _crashes(source: str, stats: Stats, as_json: bool) -> Iterator[Crash]:
+    path = Path(source)
+    if source == "-" or path.is_file():
+        return inputs.stream(source, stats)
+    if path.is_dir() and not jobstore.is_job_dir(path):
+        return inputs.directory(path, stats)
+    return iter(inputs.job(load_evidence(source, as_json), stats))
+
+
+def _signature(fp: Fingerprinter, crash: Crash) -> dict:
+    sig = fp.signature(crash.text, crash.kind, crash.stage)
+    return {"fingerprint": sig.fingerprint, "kind": sig.kind, "exception": sig.exception, "message": sig.message,
+            "frames": list(sig.frames)}
+
+
+def _finish(render, data: dict, stats: Stats, as_json: bool) -> None:
+    """Render (the crash iterators run here), then report what was skipped."""
+    if as_json:
+        payload = data  # materialized above: lists
+        payload["skipped_lines"] = stats.skipped
+        payload["warnings"] = _warnings(stats)
+        print_json(payload)
+    else:
+        render(data, _warnings(stats))
+
+
+def _warnings(stats: Stats) -> list[str]:
+    out = []
+    if stats.skipped:
+        out.append(f"skipped {stats.skipped} unreadable line(s) (binary or garbage) of {stats.lines}")
+    if stats.truncated:
+        out.append(f"cut {stats.truncated} over-long line(s)")
+    return out

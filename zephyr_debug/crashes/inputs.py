@@ -1,0 +1,91 @@
+"""Where crashes come from: a job's evidence (+ its worker logs and kernel.log), a log file,
+stdin, or a directory of crash files. Files are streamed line by line."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from zephyr_debug.crashes.parse import RECORD, Stats, coalesce, decode_lines, split, parse_ts
+from zephyr_debug import jobstore
+from zephyr_debug.errors import ZdebugError
+from zephyr_debug.model import Crash, Evidence
+
+FAULT_PREFIXES = ("Fatal Python error", "Current thread", "Thread 0x")
+OOM_KILL = re.compile(r"Killed process (\d+)")
+CRASH_FILE_GLOBS = ("*.txt", "*.log")
+
+
+def stream(path: str, stats: Stats) -> Iterator[Crash]:
+    """Crash reports in one file, or in stdin when `path` is `-`."""
+    if path == "-":
+        yield from coalesce(split(decode_lines(sys.stdin.buffer, stats), "<stdin>", stats))
+        return
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise ZdebugError(f"{path}: cannot read ({exc.strerror})") from None
+    with fh:
+        yield from coalesce(split(decode_lines(fh, stats), path, stats))
+
+
+def directory(root: Path, stats: Stats) -> Iterator[Crash]:
+    """Every `*.txt` / `*.log` file under `root`; a file holding one report is cited by name alone."""
+    files = sorted({p for pattern in CRASH_FILE_GLOBS for p in root.rglob(pattern) if p.is_file()})
+    if not files:
+        raise ZdebugError(f"{root}: no *.txt or *.log files and no events.jsonl")
+    for path in files:
+        found = list(stream(str(path), stats)) if path.suffix == ".txt" else None
+        if found is None:
+            yield from stream(str(path), stats)
+            continue
+        if len(found) == 1:
+            found[0].line = None
+        yield from found
+
+
+def job(ev: Evidence, stats: Stats) -> list[Crash]:
+    """The job's crashes: one per failed attempt. A worker killed with no crash file gets the
+    faulthandler dump its log holds (inline runner SIGSEGV), or the kernel's OOM kill of its pid."""
+    crashes = list(ev.crashes)
+    job_dir = Path(ev.source)
+    if not job_dir.is_dir():
+        return crashes
+    by_run = {(c.worker, c.shard, c.attempt): c for c in crashes}
+    for log in sorted(job_dir.glob("workers/*.log")):
+        for dump in stream(str(log), stats):
+            if not dump.text.startswith(FAULT_PREFIXES):
+                continue
+            crash = by_run.get((dump.worker, dump.shard, dump.attempt))
+            if crash is None:
+                crashes.append(dump)
+            elif crash.kind == "infra":
+                crash.text, crash.source, crash.line, crash.kind = dump.text, dump.source, dump.line, "segv"
+    _oom_kills(job_dir, crashes)
+    return crashes
+
+
+def _oom_kills(job_dir: Path, crashes: list[Crash]) -> None:
+    """An infra loss right after the kernel (the OOM watchdog) killed that worker's pid is an OOM."""
+    kernel_log = job_dir / "kernel.log"
+    if not kernel_log.is_file():
+        return
+    kills = []
+    for line in kernel_log.read_text(errors="replace").splitlines():
+        if kill := OOM_KILL.search(line):
+            record = RECORD.match(line)
+            ts = parse_ts(record.group(1), "%Y-%m-%d %H:%M:%S") if record and record.group(1) else None
+            kills.append((int(kill.group(1)), ts, (record.group(3) if record else line).strip()))
+    if not kills:
+        return
+    pids = {e["pid"]: e["worker"] for e in jobstore.read_events(job_dir / jobstore.EVENTS)
+            if e["type"] == "worker_registered" and "pid" in e}
+    for pid, ts, line in kills:
+        lost = [c for c in crashes if c.kind == "infra" and c.worker == pids.get(pid)
+                and (ts is None or c.ts is None or c.ts >= ts - 1)]
+        if lost:
+            first = min(lost, key=lambda c: c.ts or 0)
+            first.kind = "oom"
+            first.text = f"{line}\n{first.text}"

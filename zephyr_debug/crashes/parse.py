@@ -1,0 +1,227 @@
+"""Split any text (a log, a crash file, stdin) into crash reports, streaming.
+
+Recognises Python tracebacks (chained exceptions, exception groups), faulthandler dumps
+(`Fatal Python error:` / `Current thread 0x… (most recent call first):`, other threads,
+`Extension modules: … (total: N)`), Zephyr's SIGKILL MemoryError / exit-code RuntimeError
+messages and infra requeue lines. Log prefixes (Python logging, glog-like, Iris) are stripped;
+the last `Executing stage S shard N (attempt A)` / `Worker W error on shard N` line gives the
+shard, attempt and worker. Memory is bounded: a report keeps at most MAX_REPORT_LINES lines.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from zephyr_debug.model import Crash
+
+MAX_LINE = 16_384  # longer lines are cut
+MAX_REPORT_LINES = 2_000  # a report keeps its first lines only
+MAX_MESSAGE_LINES = 50  # continuation lines of a multi-line exception message
+
+# A new log record: (timestamp group, message group). Python logging and glog-like.
+RECORD = re.compile(
+    r"^(?:(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:,\d{3})? (?:DEBUG|INFO|WARNING|ERROR|CRITICAL|FATAL) [\w.\-]+: ?"
+    r"|[IWEF](\d{8} \d{2}:\d{2}:\d{2})(?:\.\d+)? +\d+ [\w.\-]+(?:\.\w+:\d+\])? )(.*)$")
+# Iris' `job logs` prefix: raw process output follows (not a new record).
+IRIS = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] task=\S+ \| ")
+TRACEBACK_START = re.compile(r"^(?:\s*\+ )?(?:Exception Group )?Traceback \(most recent call last\):")
+FAULT_START = re.compile(r"^(?:Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-fA-F]+ |Stack \(most recent call first\))")
+FAULT_BODY = re.compile(r"^(?:$|\s+File \"|\s+<no Python frame>|\s+\.\.\.|\s+Garbage-collecting|Current thread |Thread 0x|"
+                        r"Stack \(most|<Cannot show|Python runtime state:|Fatal Python error:)")
+CHAIN = ("The above exception was the direct cause of the following exception:",
+         "During handling of the above exception, another exception occurred:")
+EXECUTING = re.compile(r"\[([^\]]+)\] Executing stage (.+?) shard (\d+) \(attempt (\d+)\)")
+WORKER_ERROR = re.compile(r"Worker (\S+) error on shard (\d+)")
+ZEPHYR_ONE_LINE = re.compile(r"((?:MemoryError|RuntimeError): )?Subprocess for shard (\d+) "
+                             r"(?:was killed by SIGKILL|exited with code -?\d+)[^\n]*")
+INFRA_REQUEUE = re.compile(r"Shard (\d+) requeued from worker (\S+) due to infra failure[^\n]*")
+
+
+@dataclass
+class Stats:
+    """What the splitter saw: lines read, lines skipped (binary / garbage), lines cut."""
+
+    lines: int = 0
+    skipped: int = 0
+    truncated: int = 0
+    reports: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Open:
+    kind: str  # traceback | fault
+    line: int
+    lines: list[str]
+    state: str  # frames | exception | chain (traceback); body (fault)
+    group: bool = False  # an exception group (indented, no exception line of its own)
+    pending_blank: int = 0
+    message_lines: int = 0
+
+
+class _Context:
+    """What the log said last about the shard being run, and when."""
+
+    def __init__(self) -> None:
+        self.worker = self.stage = None
+        self.shard = self.attempt = None
+        self.ts: float | None = None
+
+    def see(self, message: str) -> None:
+        if "Executing stage" in message and (m := EXECUTING.search(message)):
+            self.worker, self.stage, self.shard, self.attempt = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
+        elif "error on shard" in message and (m := WORKER_ERROR.search(message)):
+            if int(m.group(2)) != self.shard or m.group(1) != self.worker:
+                self.worker, self.shard, self.attempt = m.group(1), int(m.group(2)), None
+
+
+def decode_lines(raw: Iterable[bytes], stats: Stats) -> Iterator[str]:
+    """Binary lines to text: NUL bytes or mostly undecodable lines are skipped and counted."""
+    for data in raw:
+        stats.lines += 1
+        if len(data) > MAX_LINE:
+            data = data[:MAX_LINE]
+            stats.truncated += 1
+        if b"\x00" in data:
+            stats.skipped += 1
+            continue
+        text = data.decode("utf-8", errors="replace").rstrip("\r\n")
+        if text.count("\ufffd") * 4 > len(text) > 0:
+            stats.skipped += 1
+            continue
+        yield text
+
+
+def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iterator[Crash]:
+    """Crash reports found in `lines` (already decoded), each with its 1-based line number."""
+    stats = stats if stats is not None else Stats()
+    ctx = _Context()
+    cur: _Open | None = None
+    for lineno, line in enumerate(lines, 1):
+        record = None
+        if line[:1].isdigit() or line[:1] in ("I", "W", "E", "F"):
+            record = RECORD.match(line)
+        elif line.startswith("[") and (m := IRIS.match(line)):
+            line = line[m.end():]
+        if cur is not None:
+            if record is None and _feed(cur, line):
+                continue
+            yield _close(cur, source, ctx, stats)
+            cur = None
+        if record is not None:
+            stamp = record.group(1) or record.group(2)
+            ctx.ts = parse_ts(stamp, "%Y-%m-%d %H:%M:%S" if record.group(1) else "%Y%m%d %H:%M:%S")
+            line = record.group(3)
+            ctx.see(line)
+        if TRACEBACK_START.match(line):
+            cur = _Open("traceback", lineno, [line], "frames", group=line[0] != "T")
+        elif FAULT_START.match(line):
+            cur = _Open("fault", lineno, [line], "body")
+        elif "Subprocess for shard" in line and (m := ZEPHYR_ONE_LINE.search(line)):
+            text = m.group(0) if m.group(1) else ("MemoryError: " if "SIGKILL" in line else "RuntimeError: ") + m.group(0)
+            yield _crash(text, source, lineno, ctx, stats, shard=int(m.group(2)))
+        elif "due to infra failure" in line and (m := INFRA_REQUEUE.search(line)):
+            yield _crash(m.group(0), source, lineno, ctx, stats, shard=int(m.group(1)), worker=m.group(2),
+                         kind="infra")
+    if cur is not None:
+        yield _close(cur, source, ctx, stats)
+
+
+def _feed(cur: _Open, line: str) -> bool:
+    """Add `line` to the open report; False when the report ended before it."""
+    if cur.kind == "fault":
+        if line.startswith("Extension modules:"):
+            _append(cur, line)
+            cur.state = "done"
+            return True
+        if cur.state == "done" or not FAULT_BODY.match(line):
+            return False
+        if not line:
+            cur.pending_blank += 1
+            return cur.pending_blank < 3
+        _append(cur, line)
+        return True
+    if not line.strip():
+        cur.pending_blank += 1
+        return (cur.state != "frames" or cur.group) and cur.pending_blank < 3
+    if line in CHAIN:
+        _append(cur, line)
+        cur.state = "chain"
+        return True
+    if cur.state == "chain":
+        if not TRACEBACK_START.match(line):
+            return False
+        _append(cur, line)
+        cur.state, cur.group = "frames", line[0] != "T"
+        return True
+    if cur.state == "frames":
+        if line[0] in " \t|+":
+            _append(cur, line)
+            return True
+        if cur.group:  # an exception group's traceback is indented to its last line
+            return False
+        _append(cur, line)  # the exception line
+        cur.state = "exception"
+        return True
+    if (not cur.pending_blank and cur.message_lines < MAX_MESSAGE_LINES
+            and not TRACEBACK_START.match(line) and not FAULT_START.match(line)):
+        cur.message_lines += 1  # a multi-line exception message
+        _append(cur, line)
+        return True
+    return False
+
+
+def _append(cur: _Open, line: str) -> None:
+    if cur.pending_blank:
+        cur.lines.extend([""] * cur.pending_blank)
+    cur.pending_blank = 0
+    if len(cur.lines) < MAX_REPORT_LINES:
+        cur.lines.append(line)
+
+
+def _close(cur: _Open, source: str, ctx: _Context, stats: Stats) -> Crash:
+    return _crash("\n".join(cur.lines), source, cur.line, ctx, stats)
+
+
+def _crash(text: str, source: str, lineno: int, ctx: _Context, stats: Stats, shard: int | None = None,
+           worker: str | None = None, kind: str | None = None) -> Crash:
+    stats.reports += 1
+    same_shard = shard is None or shard == ctx.shard
+    return Crash(text=text, source=source, line=lineno, stage=ctx.stage if same_shard else None,
+                 shard=shard if shard is not None else ctx.shard, attempt=ctx.attempt if same_shard else None,
+                 worker=worker or (ctx.worker if same_shard else None), kind=kind, ts=ctx.ts)
+
+
+def parse_ts(stamp: str, fmt: str) -> float | None:
+    """A log timestamp (local time, as Python logging writes it) as unix seconds."""
+    try:
+        return time.mktime(time.strptime(stamp, fmt))
+    except (ValueError, OverflowError):
+        return None
+
+
+def coalesce(crashes: Iterable[Crash]) -> Iterator[Crash]:
+    """One crash per native crash in a log: a faulthandler dump repeated verbatim (the child's
+    stderr, then the worker's error report) is kept once, and Zephyr's exit-code RuntimeError
+    traceback right after it joins the dump."""
+    held: Crash | None = None
+    for crash in crashes:
+        if held is not None:
+            if crash.text == held.text:
+                continue
+            if crash.text.startswith("Traceback") and "Subprocess for shard" in crash.text:
+                held.text += "\n\n" + crash.text
+                yield held
+                held = None
+                continue
+            yield held
+            held = None
+        if crash.text.startswith(("Fatal Python error", "Current thread", "Thread 0x")):
+            held = crash
+        else:
+            yield crash
+    if held is not None:
+        yield held
