@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
         target: str = TARGET,
         job: str = JOB,
         straggler: str = STRAGGLER,
-        duration: float = typer.Option(10.0, min=0.1, help="Seconds to sample."),
+        duration: int = typer.Option(10, min=1, help="Seconds to sample."),
         rate: int = typer.Option(100, min=1, max=10_000, help="Samples per second."),
         gil: bool = typer.Option(False, "--gil", help="Only samples holding the GIL; reports the GIL-holding share."),
         idle: bool = typer.Option(True, "--idle/--no-idle", help="Sample idle threads too (needed to measure waiting)."),

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ SLACK_S = 30.0  # py-spy's start-up and file writing, on top of the sampling tim
 class Recording:
     path: Path
     pid: int
-    duration_s: float  # wall time actually sampled
+    duration_s: float  # wall time sampled
     rate: int
     gil: bool
     idle: bool
@@ -68,30 +69,32 @@ def _fail(pid: int, output: str, returncode: int) -> ZdebugError:
     return ZdebugError(f"pid {pid}: py-spy failed (exit {returncode}): {lines[0] if lines else 'no output'}")
 
 
-def record(pid: int, out: Path, *, duration_s: float = 10.0, rate: int = 100, gil: bool = False,
+def record(pid: int, out: Path, *, duration_s: int = 10, rate: int = 100, gil: bool = False,
            idle: bool = True, subprocesses: bool = False) -> Recording:
     """Sample `pid` for `duration_s` into a speedscope file at `out` (py-spy's own output, unfixed)."""
     exe = executable()
     check_pid(pid)
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [exe, "record", "--pid", str(pid), "--format", "speedscope", "--output", str(out),
-           "--duration", f"{duration_s:g}", "--rate", str(rate)]
+           "--duration", str(duration_s), "--rate", str(rate)]
     cmd += ["--gil"] * gil + ["--idle"] * idle + ["--subprocesses"] * subprocesses
     start = time.monotonic()
-    with progress(f"py-spy: sampling pid {pid} for {duration_s:g}s", total=duration_s) as advance:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with tempfile.TemporaryFile("w+") as log, progress(f"py-spy: sampling pid {pid} for {duration_s}s",
+                                                        total=duration_s) as advance:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
         while proc.poll() is None:
             if time.monotonic() - start > duration_s + SLACK_S:
                 proc.kill()
                 raise ZdebugError(f"pid {pid}: py-spy did not finish within {duration_s + SLACK_S:.0f}s")
             time.sleep(0.25)
             advance(0.25)
-    output = proc.stdout.read()
-    elapsed = time.monotonic() - start
+        elapsed = time.monotonic() - start
+        log.seek(0)
+        output = log.read()
     if proc.returncode != 0 or not out.is_file():
         raise _fail(pid, output, proc.returncode)
     if EXITED in output.lower():
-        raise ZdebugError(f"pid {pid}: process exited during sampling (after {elapsed:.1f}s of {duration_s:g}s;"
+        raise ZdebugError(f"pid {pid}: process exited during sampling (after {elapsed:.1f}s of {duration_s}s;"
                           f" partial profile in {out})")
     return Recording(out, pid, min(elapsed, duration_s), rate, gil, idle, subprocesses)
 

@@ -1,0 +1,202 @@
+"""`zdebug profile` / `zdebug dump` on real reference workers, sampled by the real py-spy."""
+
+from __future__ import annotations
+
+import base64
+import json
+import linecache
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from zephyr_debug.profile import pyspy, speedscope
+from zephyr_debug.reference import Job, JobConfig, StageSpec, parse_fault, shardwork
+from zephyr_debug.sources.live import fetch
+
+from conftest import FAST
+from test_cli_foundation import assert_one_line_error, zdebug
+
+SCHEMA = json.loads(speedscope.SCHEMA_PATH.read_text())
+SHARDWORK = Path(shardwork.__file__).resolve()
+pytestmark = pytest.mark.slow
+
+
+def start_job(root: Path, runner: str, faults: list[str], shards: int) -> Job:
+    """A live job: shard 0 burns CPU, the others sleep per chunk (I/O pacing)."""
+    work = {"rows": 2000, "chunk_rows": 200, "chunk_seconds": 0.1}
+    config = JobConfig(workers=3, runner=runner, stages=[StageSpec("Map", shards, work)], coordinator=FAST,
+                       faults=[parse_fault(f) for f in faults], root=root, deadline_s=90)
+    job = Job(config).start()
+    threading.Thread(target=job.wait, daemon=True).start()
+    return job
+
+
+def holders(job: Job, shards: set[int], timeout: float = 30) -> dict[int, str]:
+    """{shard: worker} once every shard in `shards` and one other shard are held."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        held = {w["shard"]: wid for wid, w in fetch(job.url, "/workers").items() if w.get("shard") is not None}
+        others = [s for s in held if s not in shards]
+        if shards <= held.keys() and others:
+            return {**{s: held[s] for s in shards}, -1: held[others[0]]}
+        time.sleep(0.1)
+    pytest.fail(f"workers never held shards {shards}")
+
+
+def stop(job: Job) -> None:
+    """Abort the job; the launcher then shuts its workers down (the hung one is killed)."""
+    job.coordinator._abort("stopped by the test")
+
+
+@pytest.fixture(scope="module")
+def inline_job(jobs_root):
+    """Inline runner: shard 0 CPU-bound (slow-shard x40), shard 1 hangs, the rest I/O-paced."""
+    job = start_job(jobs_root, "inline", ["slow-shard:0:x40", "hang:1"], shards=40)
+    held = holders(job, {0, 1})
+    yield job, held
+    stop(job)
+
+
+def profile(job: Job, worker: str, *extra: str) -> dict:
+    proc = zdebug("profile", worker, "--job", str(job.job_dir), "--duration", "3", "--json", *extra)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def sleep_line() -> int:
+    """The line of run_shard's time.sleep (the I/O part of a shard)."""
+    lines = SHARDWORK.read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if "time.sleep(pace" in line)
+
+
+def test_cpu_and_io_workers_get_different_verdicts(inline_job):
+    job, held = inline_job
+    with ThreadPoolExecutor(2) as pool:
+        cpu, io = pool.map(lambda w: profile(job, w), [held[0], held[-1]])
+    assert cpu["verdict"] == "user", cpu["shares"]
+    assert cpu["hot_frame"]["function"] in ("_score_record", "_expensive_records")
+    assert cpu["hot_frame"]["file"].endswith("shardwork.py")
+    assert io["verdict"] == "waiting", io["shares"]
+    assert io["waiting_at"]["function"] == "run_shard" and io["waiting_at"]["line"] == sleep_line()
+    assert cpu["shares"]["user"] > io["shares"]["user"] and io["shares"]["waiting"] > cpu["shares"]["waiting"]
+    # the heartbeat thread waits nearly all the time: left out of the shares
+    assert any(t["parked"] and "heartbeat" in t["thread"] for t in io["threads"])
+    for out in (cpu, io):
+        assert out["target"]["worker"] in (held[0], held[-1])
+        path = Path(out["file"])
+        assert path.parent == job.job_dir / "profiles"
+        jsonschema.validate(json.loads(path.read_text()), SCHEMA)
+    # summarize on the written file gives the same verdict
+    again = json.loads(zdebug("profile", "summarize", cpu["file"], "--json").stdout)
+    assert again["verdict"] == cpu["verdict"] and again["hot_frame"]["where"] == cpu["hot_frame"]["where"]
+
+
+def test_gil_share_of_the_cpu_worker(inline_job, tmp_path):
+    job, held = inline_job
+    out = profile(job, held[0], "--gil", "-o", str(tmp_path / "gil.speedscope.json"))
+    assert out["gil_only"] and 0.5 < out["gil_share"] <= 1.05, out["gil_share"]
+    assert out["hot_frame"]["file"].endswith("shardwork.py")
+    jsonschema.validate(json.loads((tmp_path / "gil.speedscope.json").read_text()), SCHEMA)
+
+
+def test_dump_of_a_hung_worker_shows_the_waiting_frame(inline_job):
+    job, held = inline_job
+    proc = zdebug("dump", held[1], "--job", str(job.job_dir), "--json")
+    assert proc.returncode == 0, proc.stderr
+    threads = json.loads(proc.stdout)["threads"]
+    main = next(t for t in threads if t["name"] == "MainThread")
+    assert main["state"] == "waiting" and "_wait_for_remote" in main["in_app_frame"]
+    assert main["sits_in"].startswith("threading.py:") and "wait" in main["sits_in"]
+    assert [f["function"] for f in main["frames"] if f["in_app"]][:2] == ["_wait_for_remote", "_midway_faults"]
+    text = zdebug("dump", held[1], "--job", str(job.job_dir)).stdout
+    assert "sits in: threading.py" in text and "shardwork.py" in text and "_wait_for_remote" in text
+
+
+def test_straggler_is_the_longest_running_shard(inline_job):
+    job, held = inline_job
+    out = json.loads(zdebug("dump", "--straggler", str(job.job_dir), "--json").stdout)
+    assert out["shard"] in (0, 1) and out["worker"] == held[out["shard"]]
+    assert out["pid"] == fetch(job.url, "/workers")[out["worker"]]["pid"]
+
+
+def test_raw_pyspy_output_needs_the_fix_to_validate(inline_job, tmp_path):
+    job, held = inline_job
+    pid = fetch(job.url, "/workers")[held[-1]]["pid"]
+    rec = pyspy.record(pid, tmp_path / "raw.json", duration_s=1, rate=50)
+    raw = json.loads(rec.path.read_text())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(raw, SCHEMA)
+    jsonschema.validate(speedscope.fix(raw), SCHEMA)
+
+
+def test_iris_reply_and_bad_files(inline_job, tmp_path):
+    job, held = inline_job
+    out = profile(job, held[0], "-o", str(tmp_path / "p.json"))
+    reply = tmp_path / "iris.json"
+    reply.write_text(json.dumps({"profile_data": base64.b64encode((tmp_path / "p.json").read_bytes()).decode(),
+                                 "error": ""}))
+    got = json.loads(zdebug("profile", "summarize", str(reply), "-o", str(tmp_path / "d.json"), "--json").stdout)
+    assert got["verdict"] == out["verdict"] and got["samples"] == out["samples"]
+    jsonschema.validate(json.loads((tmp_path / "d.json").read_text()), SCHEMA)
+    (tmp_path / "err.json").write_text(json.dumps({"profile_data": "", "error": "py-spy not found"}))
+    assert_one_line_error(zdebug("profile", "summarize", str(tmp_path / "err.json")), "py-spy not found")
+    (tmp_path / "bad.json").write_text("{not json")
+    assert_one_line_error(zdebug("profile", "summarize", str(tmp_path / "bad.json")), "not JSON")
+
+
+def test_subprocess_runner_profiles_the_shard_child(jobs_root):
+    job = start_job(jobs_root, "subprocess", ["slow-shard:0:x40"], shards=6)
+    try:
+        worker = holders(job, {0})[0]
+        time.sleep(1.0)  # let the child import pandas and reach the shard work
+        out = profile(job, worker)
+        assert out["subprocesses"] is True
+        children = [t for t in out["threads"] if t["thread"].startswith("Process ") and not t["parked"]]
+        assert children and out["verdict"] == "user", out["shares"]
+        assert out["hot_frame"]["function"] in ("_score_record", "_expensive_records")
+        jsonschema.validate(json.loads(Path(out["file"]).read_text()), SCHEMA)
+    finally:
+        stop(job)
+
+
+# -- one-line errors ------------------------------------------------------------------------------
+
+def test_errors_are_one_line(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert_one_line_error(zdebug("profile", str(gone.pid), "--duration", "1"), f"pid {gone.pid}: no such process")
+    short = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(4)"])
+    proc = zdebug("profile", str(short.pid), "--duration", "10", "-o", str(tmp_path / "p.json"))
+    assert_one_line_error(proc, f"pid {short.pid}: process exited during sampling")
+    short.wait()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        assert_one_line_error(zdebug("dump", str(sleeper.pid)), "not a Python process")
+    finally:
+        sleeper.kill()
+    env = {**os.environ, "ZDEBUG_PYSPY": str(tmp_path / "no-py-spy")}
+    proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "dump", str(os.getpid())], env=env,
+                          capture_output=True, text=True)
+    assert_one_line_error(proc, "py-spy missing")
+    assert_one_line_error(zdebug("profile", "some-worker"), "needs --job")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")
+def test_permission_denied_when_not_allowed_to_ptrace():
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.3)
+        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               sys.executable, "-m", "zephyr_debug.cli", "dump", str(target.pid)],
+                              capture_output=True, text=True, cwd="/", timeout=60,
+                              env={**os.environ, "ZDEBUG_HOME": "/tmp"})
+        assert_one_line_error(proc, f"pid {target.pid}: permission denied (ptrace)")
+    finally:
+        target.kill()
