@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -32,7 +31,7 @@ SUBPROCESSES = typer.Option(None, "--subprocesses/--no-subprocesses",
 class _RecordByDefault(TyperGroup):
     """Anything that is not a subcommand goes to `record`."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["record", *args]
         return super().parse_args(ctx, args)
