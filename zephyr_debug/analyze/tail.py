@@ -1,0 +1,68 @@
+"""Tail episodes from the status time series: spans where a stage has shards in flight and
+none queued (`in_flight > 0 and queue_depth == 0`), i.e. it waits on stragglers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from zephyr_debug.model import Evidence
+
+MAX_LISTED_SHARDS = 20
+
+
+def stage_bounds(ev: Evidence) -> pd.DataFrame:
+    """Per stage: start, end and wall_s, from StageInfo, else the first/last record of the stage
+    (the end is `now` while the job runs)."""
+    seen = pd.concat([pd.DataFrame({"stage": f["stage"], "ts": pd.to_numeric(f[c], errors="coerce")})
+                      for f, c in ((ev.status, "ts"), (ev.attempts, "start_ts"), (ev.attempts, "end_ts"))])
+    out = seen.groupby("stage")["ts"].agg(start="min", seen="max")
+    info = pd.DataFrame([{"stage": s.name, "start_ts": s.start_ts, "end_ts": s.end_ts} for s in ev.stages],
+                        columns=["stage", "start_ts", "end_ts"]).set_index("stage").astype(float)
+    out = info.join(out, how="outer")
+    last = out["seen"] if ev.state != "running" else pd.Series(ev.now, index=out.index)
+    out["start"] = out["start_ts"].fillna(out["start"])
+    out["end"] = out["end_ts"].fillna(last).fillna(ev.now)
+    out["wall_s"] = (out["end"] - out["start"]).clip(lower=0)
+    return out[["start", "end", "wall_s"]]
+
+
+def episodes(ev: Evidence) -> list[dict]:
+    """Each tail episode: stage, start, duration_s, share of the stage's wall time, shards in flight."""
+    st = ev.status
+    if not len(st):
+        return []
+    st = st.assign(ts=pd.to_numeric(st["ts"], errors="coerce"),
+                   in_flight=pd.to_numeric(st["in_flight"], errors="coerce").fillna(0),
+                   queue_depth=pd.to_numeric(st["queue_depth"], errors="coerce").fillna(0))
+    st = st.dropna(subset=["ts"]).sort_values("ts", kind="stable").reset_index(drop=True)
+    tail = (st["in_flight"] > 0) & (st["queue_depth"] == 0)
+    run = ((tail != tail.shift()) | (st["stage"] != st["stage"].shift())).cumsum()
+    # An episode ends at the next status row (the first one out of the tail), else at the stage end.
+    st["next_ts"] = st["ts"].shift(-1).where(st["stage"] == st["stage"].shift(-1))
+    bounds = stage_bounds(ev)
+    eps = st[tail].groupby(run[tail]).agg(stage=("stage", "first"), start=("ts", "first"), last=("ts", "last"),
+                                          next_ts=("next_ts", "last"), in_flight=("in_flight", "max"))
+    if not len(eps):
+        return []
+    stage_end = eps["stage"].map(bounds["end"])
+    eps["end"] = eps["next_ts"].fillna(stage_end).fillna(eps["last"])
+    eps["duration_s"] = (eps["end"] - eps["start"]).clip(lower=0)
+    wall = eps["stage"].map(bounds["wall_s"])
+    eps["share"] = (eps["duration_s"] / wall.where(wall > 0)).clip(upper=1.0)
+    return [{"stage": r.stage, "start": r.start, "end": r.end, "duration_s": round(r.duration_s, 3),
+             "share": None if np.isnan(r.share) else round(r.share, 3), "in_flight": int(r.in_flight),
+             "ongoing": bool(np.isnan(r.next_ts)) and ev.state == "running", **_involved(ev, r)}
+            for r in eps.itertuples()]
+
+
+def _involved(ev: Evidence, ep) -> dict:
+    """Shards whose attempt overlapped the episode."""
+    a = ev.attempts
+    if not len(a):
+        return {"shards": [], "n_shards": 0}
+    a = a[a["stage"] == ep.stage]
+    start = pd.to_numeric(a["start_ts"], errors="coerce")
+    end = pd.to_numeric(a["end_ts"], errors="coerce").fillna(np.inf)
+    shards = np.unique(a.loc[(start < ep.end) & (end > ep.start), "shard"].dropna().astype(int))
+    return {"shards": shards[:MAX_LISTED_SHARDS].tolist(), "n_shards": int(len(shards))}
