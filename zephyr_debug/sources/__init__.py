@@ -13,10 +13,11 @@ from pathlib import Path
 from zephyr_debug import jobstore
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import Evidence
+from zephyr_debug.sources import evidencedir
 from zephyr_debug.sources import jobdir, live
 
 # Loaders for evidence that is not a job dir (real Zephyr/Iris output, ...): tried in order.
-FILE_LOADERS: list[Callable[[Path], Evidence | None]] = []
+FILE_LOADERS: list[Callable[[Path], Evidence | None]] = [evidencedir.load]
 
 
 def load(target: str) -> Evidence:

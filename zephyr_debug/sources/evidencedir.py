@@ -1,0 +1,150 @@
+"""A file or directory of real Zephyr/Iris output -> one Evidence. Content decides the format:
+
+- log text (coordinator / worker logs, Iris `job logs`, JSON-lines records)  -> logtext
+- get_status (JSON string holding the JobStatus repr, bare repr, or JSON object) -> jobstatus
+- Iris list-tasks / get-task-logs JSON -> tasks;  get_counters JSON -> counters
+
+Files that are unreadable are reported as warnings; only when nothing at all is usable does
+loading fail, with one `file:line: …` error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from zephyr_debug.errors import ZdebugError
+from zephyr_debug.model import ALIVE_STATES, STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, frame
+from zephyr_debug.sources import counters, jobstatus, logtext, tasks
+from zephyr_debug.sources.timeline import Timeline
+
+MAX_JSON_BYTES = 256 << 20
+
+
+def load(path: Path) -> Evidence | None:
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    parts: dict[str, list] = {"log": [], "records": [], "status": [], "tasks": [], "counters": []}
+    errors: list[str] = []
+    for file in files:
+        try:
+            kind, value = classify(file)
+        except ZdebugError as exc:
+            errors.append(exc.message)
+            continue
+        if kind:
+            parts[kind].append((file, value))
+    if not any(parts.values()):
+        if errors and (not path.is_dir() or len(errors) == len(files)):
+            raise ZdebugError(errors[0])
+        return None
+    ev = _from_logs(path, parts)
+    ev.warnings += [f"ignored {e}" for e in errors]
+    for file, status in parts["status"]:
+        _overlay_status(ev, status, file)
+    for _, table in parts["tasks"]:
+        ev.workers = _merge_workers(ev.workers, table)
+    for _, values in parts["counters"]:
+        ev.counters.update(values)
+    return ev
+
+
+def classify(file: Path) -> tuple[str | None, object]:
+    """(kind, parsed value) of one file; (None, None) when it is not evidence zdebug knows."""
+    with open(file, "rb") as fh:
+        head = fh.read(logtext.SNIFF_BYTES)
+    body = head.lstrip()
+    if not body:
+        return None, None
+    if body[:1] in (b"{", b"[", b'"'):
+        return _classify_json(file, body)
+    if body.startswith(b"JobStatus("):
+        return "status", jobstatus.parse(file.read_text("utf-8", "replace"), str(file))
+    if logtext.sniff(head):
+        return "log", None
+    what = "binary data" if b"\x00" in head else "unrecognised text"
+    raise ZdebugError(f"{file}:1: {what}, not a Zephyr/Iris log, get_status, list-tasks, get-task-logs or counters")
+
+
+def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
+    if file.stat().st_size > MAX_JSON_BYTES:
+        return ("log", None) if body.startswith(b"{") else (None, None)
+    text = file.read_text("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data" and body.startswith(b"{"):
+            return "log", None  # JSON lines: Iris log records
+        raise ZdebugError(f"{file}:{exc.lineno}: invalid or truncated JSON ({exc.msg})") from None
+    if tasks.is_task_logs(data):
+        return "records", tasks.log_records(data)
+    if tasks.is_tasks(data):
+        return "tasks", tasks.workers(data)
+    if isinstance(data, str):
+        status = jobstatus.parse(json.dumps(data), str(file))
+        return ("status", status) if status else (None, None)
+    if isinstance(data, dict) and isinstance(data.get("data"), str):
+        return "log", None  # a single Iris log record
+    status = jobstatus.from_dict(data) if isinstance(data, dict) else None
+    if status is not None:
+        return "status", status
+    if counters.is_counters(data):
+        return "counters", counters.counters(data)
+    return None, None
+
+
+def _from_logs(path: Path, parts: dict[str, list]) -> Evidence:
+    name = path.name if path.is_dir() else path.stem
+    logs = [file for file, _ in parts["log"]]
+    tl = Timeline(name, str(path))
+    for file in logs:
+        logtext.LogScanner(tl, str(file)).scan_file(file)
+    for file, records in parts["records"]:
+        logtext.LogScanner(tl, str(file)).scan_records(records)
+    if tl.events:
+        return tl.finish()
+    if logs and not (parts["status"] or parts["tasks"] or parts["counters"]):
+        raise ZdebugError(f"{logs[0]}:1: no Zephyr coordinator/worker lines found (not a Zephyr log?)")
+    newest = max(file.stat().st_mtime for kind in parts.values() for file, _ in kind)
+    ev = Evidence(job=name, source=str(path), now=newest)
+    if logs or parts["records"]:
+        ev.warnings.append("log files hold no Zephyr coordinator/worker lines")
+    return ev
+
+
+def _overlay_status(ev: Evidence, status: JobStatus, file: Path) -> None:
+    """The get_status snapshot becomes the live view, a status row, and worker states."""
+    ev.live = status
+    ev.fatal_error = ev.fatal_error or status.fatal_error
+    if status.fatal_error:
+        ev.state = "failed"
+    elif ev.state in ("unknown", "running"):
+        ev.state = "succeeded" if status.done and status.completed >= status.total else "running"
+    states = [w.get("state") for w in status.workers.values()]
+    alive = sum(s in ALIVE_STATES for s in states)
+    row = {"ts": ev.now, "stage": status.stage, "completed": status.completed, "total": status.total,
+           "in_flight": status.in_flight, "queue_depth": status.queue_depth, "retries": status.retries,
+           "alive": alive, "registered": len(states), "dead": len(states) - alive}
+    ev.status = frame(ev.status.to_dict("records") + [row], STATUS_COLUMNS + ["items"])
+    live = frame([{"worker": wid, "state": w.get("state"), "last_seen_ago": w.get("last_seen_ago")}
+                  for wid, w in status.workers.items()], WORKER_COLUMNS)
+    ev.workers = _merge_workers(ev.workers, live)
+
+
+def _merge_workers(base: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
+    """Rows of `extra` fill/override the same worker's known (non-null) fields; new workers append."""
+    if not len(base):
+        return extra
+    if not len(extra):
+        return base
+    merged = base.set_index("worker")
+    update = extra.set_index("worker")
+    for col in update.columns:
+        if col not in merged:
+            merged[col] = None
+    merged = merged.astype(object)
+    merged.update(update.astype(object))
+    new = update.loc[~update.index.isin(merged.index)]
+    return pd.concat([merged, new]).reset_index().reindex(columns=list(dict.fromkeys(
+        list(base.columns) + list(extra.columns))))

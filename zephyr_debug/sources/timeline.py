@@ -1,0 +1,306 @@
+"""Folds parsed Zephyr log events (in log order) into an Evidence: status series, stages,
+shard attempts, worker states, crashes, abort reason. Shared by every log-text source."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+
+from zephyr_debug.model import (
+    ATTEMPT_COLUMNS,
+    INFRA,
+    STATUS_COLUMNS,
+    TASK,
+    WORKER_COLUMNS,
+    Crash,
+    Evidence,
+    StageInfo,
+    frame,
+)
+from zephyr_debug.sources.jobstatus import parse_literal
+
+STAGE_INDEX_RE = re.compile(r"^stage(\d+)-")
+SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+# Subprocess-runner error texts -> (failure, crash kind).
+FAILURES = [(re.compile(r"killed by SIGKILL|returncode -9|MemoryError"), "oom"),
+            (re.compile(r"exited with code -11|Segmentation fault"), "segv"),
+            (re.compile(r"exited with code -?\d+|Fatal Python error"), "exit")]
+
+
+def human_number(text: str | None) -> float | None:
+    """Zephyr's shortened counts: `1.09K` -> 1090."""
+    if not text:
+        return None
+    scale = SUFFIX.get(text[-1], 1.0)
+    try:
+        return float(text[:-1] if scale != 1.0 else text) * scale
+    except ValueError:
+        return None
+
+
+class Timeline:
+    def __init__(self, job: str, source: str):
+        self.job, self.source = job, source
+        self.events = 0
+        self.bad = 0
+        self.spam = 0
+        self.status: list[dict] = []
+        self.stages: dict[str, StageInfo] = {}
+        self.attempts: dict[tuple, dict] = {}
+        self.holding: dict[str, tuple] = {}  # worker -> key of the attempt it runs
+        self.workers: dict[str, dict] = {}
+        self.crashes: list[Crash] = []
+        self.counters: dict[str, float] = {}
+        self.fatal: str | None = None
+        self.fatal_detail: str | None = None
+        self.shutdown = False
+        self.progress: float | None = None
+        self.last_ts: float | None = None
+        self.all_dead: list[float] = []
+        self.registered_any = False
+
+    # -- events --------------------------------------------------------------------------
+    def event(self, name: str, ts: float | None, g: list, source: str, offset: int, block: str | None) -> None:
+        self.events += 1
+        if ts is not None and (self.last_ts is None or ts > self.last_ts):
+            self.last_ts = ts
+        getattr(self, "on_" + name)(ts, g, source, offset, block)
+
+    def on_status(self, ts, g, *_):
+        exec_id, stage = g[0], g[1]
+        if exec_id:
+            self.job = exec_id
+        row = dict(zip(["completed", "total", "in_flight", "queue_depth", "alive", "registered", "dead"],
+                       map(int, g[2:9])))
+        self._stage(stage, row["total"])
+        self.status.append({"ts": ts, "stage": stage, "retries": None, "items": human_number(g[9]), **row})
+
+    def on_tasks_completed(self, ts, g, *_):
+        stage, completed, total = g[0], int(g[1]), int(g[2])
+        info = self._stage(stage, total)
+        if completed and ts is not None:
+            self.progress = ts
+        if completed == total and total and info.end_ts is None:
+            info.end_ts = ts
+
+    def on_stage_start(self, ts, g, *_):
+        if g[0]:
+            self.job = g[0]
+        for info in self.stages.values():
+            if info.end_ts is None and info.name != g[1]:
+                info.end_ts = ts
+        info = self._stage(g[1], int(g[3]))
+        info.start_ts = ts if info.start_ts is None else info.start_ts
+        self.progress = ts
+
+    def on_executing(self, ts, g, *_):
+        worker, stage, shard, attempt = g[0], g[1], int(g[2]), int(g[3])
+        self._stage(stage, 0)
+        key = (stage, shard, attempt)
+        row = self.attempts.setdefault(key, {"stage": stage, "shard": shard, "attempt": attempt})
+        row.update(worker=worker, start_ts=ts, outcome="running")
+        self.holding[worker] = key
+        self._worker(worker, ts, state="busy", shard=shard)
+
+    def on_done(self, ts, g, *_):
+        worker, shard, secs = g[0], int(g[1]), float(g[2])
+        row = self._attempt(worker, shard, ts)
+        row.update(end_ts=ts, elapsed_s=secs, outcome="done")
+        if row.get("start_ts") is None and ts is not None:
+            row["start_ts"] = ts - secs
+        self.holding.pop(worker, None)
+        self._worker(worker, ts, state="ready", shard=None)
+        self.progress = ts
+
+    def on_worker_error(self, ts, g, source, offset, block):
+        worker, shard = g[0], int(g[1])
+        row = self._attempt(worker, shard, ts)
+        text = block or ""
+        failure = next((f for rx, f in FAILURES if rx.search(text)), None)
+        last = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        row.update(end_ts=ts, outcome="failed", kind=TASK, failure=failure or "exception",
+                   error=_error_line(last), returncode=_returncode(text))
+        if row.get("start_ts") is not None and ts is not None:
+            row["elapsed_s"] = ts - row["start_ts"]
+        self.holding.pop(worker, None)
+        self._worker(worker, ts, state="ready", shard=None)
+        self.crashes.append(Crash(text=text, source=source, line=offset, stage=row["stage"], shard=shard,
+                                  attempt=row.get("attempt"), worker=worker, kind=failure or TASK, ts=ts))
+
+    def on_task_requeue(self, ts, g, *_):
+        shard, worker, n = int(g[0]), g[1], int(g[2])
+        row = self._attempt(worker, shard, ts, attempt=n - 1)
+        if row.get("outcome") != "failed":
+            row.update(end_ts=ts, outcome="failed", kind=TASK, error=row.get("error") or "task error")
+        self.holding.pop(worker, None)
+
+    def on_task_abort(self, ts, g, source, offset, block):
+        shard, n, worker = int(g[0]), int(g[1]), g[3]
+        self.on_task_requeue(ts, [g[0], worker, str(n)], source, offset, block)
+        self.fatal = self.fatal or f"Shard {shard} failed {n} times (max {g[2]}), last failure on worker {worker}."
+
+    def on_infra_requeue(self, ts, g, source, offset, _block):
+        shard, worker, generation, infra, infra_max = int(g[0]), g[1], int(g[2]), int(g[5]), int(g[6])
+        row = self._attempt(worker, shard, ts, attempt=None)
+        reason = self.workers.get(worker, {}).get("reason") or "preemption/heartbeat"
+        error = f"requeued from worker {worker} due to infra failure ({reason}); infra {infra}/{infra_max}"
+        row.update(end_ts=ts, outcome="failed", kind=INFRA, error=error, reason=reason, generation=generation)
+        if row.get("start_ts") is not None and ts is not None:
+            row["elapsed_s"] = ts - row["start_ts"]
+        self.holding.pop(worker, None)
+        self.crashes.append(Crash(text=f"Shard {shard} {error}", source=source, line=offset, stage=row["stage"],
+                                  shard=shard, attempt=row.get("attempt"), worker=worker, kind=INFRA, ts=ts))
+
+    def on_infra_abort(self, ts, g, *_):
+        shard, n, worker = int(g[0]), int(g[1]), g[3]
+        self.fatal = self.fatal or (f"Shard {shard} crashed its worker {n} times (max {g[2]} infra failures while "
+                                    f"in flight); treating as a deterministic crasher. Last failure on worker {worker}.")
+
+    def on_registered(self, ts, g, *_):
+        self.registered_any = True
+        self._worker(g[0], ts, state="ready", shard=None, reason=None)
+
+    def on_reregistering(self, ts, g, *_):
+        self._worker(g[0], ts, state="ready", shard=None, reason="re-registered")
+
+    def on_heartbeat_timeout(self, ts, g, *_):
+        worker, ago = g[0], float(g[1])
+        w = self._worker(worker, None, state="failed", reason=f"heartbeat timeout after {ago:.1f}s")
+        if ts is not None:
+            w["last_seen"] = max(w.get("last_seen") or -math.inf, ts - ago)
+
+    def on_stale(self, ts, g, *_):
+        row = self.attempts.get((self._current_stage(), int(g[1]), int(g[2])))
+        if row is not None and row.get("outcome") == "running":
+            row["outcome"] = "stale"
+
+    def on_all_dead(self, ts, *_):
+        if self.registered_any and ts is not None:  # once at start-up, before any worker: harmless
+            self.all_dead.append(ts)
+
+    def on_no_workers(self, ts, g, *_):
+        self.fatal = self.fatal or "ZephyrWorkerError: " + g[0].strip()
+
+    def on_retried(self, ts, g, *_):
+        histogram = parse_literal(g[0])
+        if self.status and isinstance(histogram, dict):
+            self.status[-1]["retries"] = sum(int(k) * int(v) for k, v in histogram.items())
+
+    def on_aborted(self, ts, g, *_):
+        self.fatal = self.fatal or g[0].strip()
+
+    def on_pipeline_failed(self, ts, g, source, offset, block):
+        text = (block or g[0]).split("failed: ", 1)[-1].strip()
+        self.fatal_detail = text
+        self.fatal = self.fatal or text.splitlines()[0]
+
+    def on_counters(self, ts, g, *_):
+        value = parse_literal(g[0])
+        if isinstance(value, dict):
+            self.counters = {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float))}
+
+    def on_shutdown(self, ts, *_):
+        self.shutdown = True
+
+    def on_pipeline(self, ts, g, *_):
+        self.job = g[0]
+
+    # -- helpers -------------------------------------------------------------------------
+    def _stage(self, name: str, total: int) -> StageInfo:
+        info = self.stages.get(name)
+        if info is None:
+            m = STAGE_INDEX_RE.match(name)
+            info = self.stages[name] = StageInfo(name, int(m.group(1)) if m else len(self.stages), total)
+        if total:
+            info.total = total
+        return info
+
+    def _current_stage(self) -> str:
+        if not self.stages:
+            return "stage0"
+        return max(self.stages.values(), key=lambda s: (s.start_ts or -math.inf, s.index)).name
+
+    def _attempt(self, worker: str, shard: int, ts, attempt: int | None = None) -> dict:
+        """The attempt of `shard` that `worker` holds (from its Executing line), else a new row."""
+        key = self.holding.get(worker)
+        if key is not None and key[1] == shard:
+            return self.attempts[key]
+        stage = self._current_stage()
+        rows = [k for k in self.attempts if k[0] == stage and k[1] == shard]
+        open_rows = [k for k in rows if self.attempts[k].get("worker") == worker
+                     and self.attempts[k].get("outcome") == "running"]
+        if open_rows:
+            return self.attempts[open_rows[-1]]
+        if attempt is None or (stage, shard, attempt) in self.attempts:
+            attempt = max((k[2] for k in rows), default=-1) + 1
+        row = self.attempts[(stage, shard, attempt)] = {"stage": stage, "shard": shard, "attempt": attempt,
+                                                        "worker": worker, "outcome": "running"}
+        return row
+
+    def _worker(self, worker: str, ts, **fields) -> dict:
+        w = self.workers.setdefault(worker, {"worker": worker, "state": "ready", "last_seen": None, "shard": None})
+        if ts is not None:
+            if w["last_seen"] is not None and ts < w["last_seen"]:
+                return w  # older line from another file: do not roll the state back
+            w["last_seen"] = ts
+        w.update(fields)
+        return w
+
+    # -- result --------------------------------------------------------------------------
+    def finish(self) -> Evidence:
+        now = self.last_ts if self.last_ts is not None else 0.0
+        state = "failed" if self.fatal else ("succeeded" if self.shutdown else "running")
+        ev = Evidence(job=self.job, source=self.source, now=now, state=state)
+        ev.stages = sorted(self.stages.values(), key=lambda s: s.index)
+        status = pd.DataFrame(self.status) if self.status else None
+        ev.status = frame(status.sort_values("ts", kind="stable").to_dict("records") if status is not None else [],
+                          STATUS_COLUMNS + ["items"])
+        self._open_tail_attempts(ev)
+        ev.attempts = frame(list(self.attempts.values()), ATTEMPT_COLUMNS + ["failure", "reason", "generation"])
+        ev.workers = frame([{"worker": w["worker"], "state": w["state"], "shard": w["shard"],
+                             "last_seen_ago": None if w["last_seen"] is None else round(now - w["last_seen"], 3)}
+                            for w in self.workers.values()], WORKER_COLUMNS)
+        ev.crashes = self.crashes
+        ev.counters = self.counters
+        ev.fatal_error = self.fatal_detail if self.fatal_detail and self.fatal and \
+            self.fatal.split(",")[0] in self.fatal_detail else self.fatal
+        ev.progress_time = self.progress
+        ev.config = {"all_dead_ts": self.all_dead} if self.all_dead else {}
+        if self.bad:
+            ev.warnings.append(f"skipped {self.bad} unparseable lines")
+        if self.spam:
+            ev.warnings.append(f"{self.spam} pull_task lines (log spam; progress lines may be missing from a "
+                               "line-limited log window)")
+        return ev
+
+    def _open_tail_attempts(self, ev: Evidence) -> None:
+        """A coordinator-only log never names the new holder of a requeued shard: when the last
+        status still shows shards in flight, a requeued shard with no later attempt is running."""
+        if ev.state != "running" or not self.status or not self.status[-1]["in_flight"]:
+            return
+        stage = self.status[-1]["stage"]
+        last: dict[int, dict] = {}
+        for (st, shard, _), row in sorted(self.attempts.items(), key=lambda kv: kv[0]):
+            if st == stage:
+                last[shard] = row
+        for shard, row in last.items():
+            if row.get("outcome") == "failed" and row.get("kind") == INFRA:
+                attempt = row["attempt"] + 1
+                self.attempts[(stage, shard, attempt)] = {"stage": stage, "shard": shard, "attempt": attempt,
+                                                          "worker": None, "start_ts": row.get("end_ts"),
+                                                          "outcome": "running"}
+
+
+def _error_line(lines: list[str]) -> str | None:
+    """The exception line of a traceback (the last line that looks like `Type: message`)."""
+    for line in reversed(lines):
+        if re.match(r"^[\w.]+(Error|Exception|Exit|Interrupt)\b", line):
+            return line
+    return lines[-1] if lines else None
+
+
+def _returncode(text: str) -> int | None:
+    m = re.search(r"returncode (-?\d+)|exited with code (-?\d+)", text)
+    return int(m.group(1) or m.group(2)) if m else None
