@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
+from zephyr_debug.analyze import stragglers
 from zephyr_debug.model import ALIVE_STATES, STALL_THRESHOLD_S, Evidence
+
+MAX_NAMED_STRAGGLERS = 3
 
 
 def latest_status(ev: Evidence) -> dict:
@@ -69,11 +72,24 @@ def summarize(ev: Evidence, stall_threshold_s: float = STALL_THRESHOLD_S) -> dic
         sentences.append(f"{failed} worker(s) failed or dead, {alive} alive.")
     if len(workers) and alive == 0 and ev.state in ("running", "interrupted"):
         sentences.append("No worker is alive: nothing can finish the queued shards.")
+    findings = stragglers.analyze(ev)["findings"] if ev.state != "succeeded" or tail else []
+    if findings:
+        named = "; ".join(_straggler(f) for f in findings[:MAX_NAMED_STRAGGLERS])
+        more = len(findings) - MAX_NAMED_STRAGGLERS
+        sentences.append(f"Stragglers: {named}{f' and {more} more' if more > 0 else ''}.")
+        next_steps[:0] = [f["next"] for f in findings[:MAX_NAMED_STRAGGLERS]]
     return {**status, "job": job, "state": ev.state, "source": ev.source,
             "workers": _workers(ev), "alive": alive, "failed": failed,
             "progress_time": ev.progress_time, "since_progress_s": since, "tail": bool(tail),
             "stalled": bool(stalled), "diagnosis": " ".join(sentences),
+            "stragglers": [{k: f[k] for k in ("shard", "stage", "worker", "cause", "elapsed_s", "next")}
+                           for f in findings],
             "next": list(dict.fromkeys(next_steps)), "warnings": ev.warnings}
+
+
+def _straggler(f: dict) -> str:
+    ratio = f", {f['ratio_to_median']:.1f}x the median" if f["ratio_to_median"] else ""
+    return f"shard {f['shard']} of {f['stage']} is {f['cause']} ({f['elapsed_s']:.0f}s{ratio})"
 
 
 def _workers(ev: Evidence) -> dict:

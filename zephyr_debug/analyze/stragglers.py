@@ -266,7 +266,7 @@ def _finding(ev: Evidence, r, hb: float, th: Thresholds) -> dict:
     infra_max = int(ev.config.get("max_infra_failures") or MAX_SHARD_INFRA_FAILURES)
     crash_next = f"zdebug crashes {job} --shard {shard} --dedupe"
     if r.all_dead:
-        causes["all-workers-dead"] = "playbook: all-workers-dead"
+        causes["all-workers-dead"] = "zdebug playbook all-workers-dead"
         ev_lines.append(f"no live worker left ({len(ev.workers)} registered, none alive): the shard cannot finish")
     if r.oom_attempts > 0:
         causes["oom"] = crash_next
@@ -333,7 +333,7 @@ def _rate_causes(job: str, worker: str | None, r, th: Thresholds, lines: list[st
                  f"({r.rate_ratio:.2f}x the stage median rate)")
     causes = {}
     if r.items_ratio >= th.skew_items and r.rate_ratio >= th.normal_rate:
-        causes["data-skew"] = "playbook: data-skew"
+        causes["data-skew"] = "zdebug playbook straggler-tail"
     if r.rate_ratio < th.normal_rate:
         if worker_slow:
             causes["slow-worker"] = profile

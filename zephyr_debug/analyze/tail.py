@@ -41,10 +41,12 @@ def episodes(ev: Evidence) -> list[dict]:
     # An episode ends at the next status row (the first one out of the tail), else at the stage end.
     st["next_ts"] = st["ts"].shift(-1).where(st["stage"] == st["stage"].shift(-1))
     bounds = stage_bounds(ev)
-    eps = st[tail].groupby(run[tail]).agg(stage=("stage", "first"), start=("ts", "first"), last=("ts", "last"),
-                                          next_ts=("next_ts", "last"), in_flight=("in_flight", "max"))
+    groups = st[tail].groupby(run[tail])
+    eps = groups.agg(stage=("stage", "first"), start=("ts", "first"), last=("ts", "last"),
+                     in_flight=("in_flight", "max"))
     if not len(eps):
         return []
+    eps["next_ts"] = groups.tail(1).set_index(run[tail].drop_duplicates(keep="last"))["next_ts"]
     stage_end = eps["stage"].map(bounds["end"])
     eps["end"] = eps["next_ts"].fillna(stage_end).fillna(eps["last"])
     eps["duration_s"] = (eps["end"] - eps["start"]).clip(lower=0)

@@ -1,0 +1,82 @@
+"""Workers ranked by memory, disk or CPU, with robust outlier marks (median / MAD)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from zephyr_debug.model import ALIVE_STATES, Evidence
+
+# Our column <- the spellings seen in the wild, first present wins (value x scale).
+SPELLINGS: dict[str, list[tuple[str, float]]] = {
+    "memory_mb": [("memory_mb", 1.0), ("memoryMb", 1.0)],
+    "memory_peak_mb": [("memory_peak_mb", 1.0), ("memoryPeakMb", 1.0)],
+    "disk_mb": [("disk_mb", 1.0), ("diskMb", 1.0)],
+    "cpu": [("cpu", 1.0), ("cpuPercent", 1.0), ("cpu_millicores", 0.1), ("cpuMillicores", 0.1)],  # % of a core
+}
+SORT_KEYS = {"memory": ["memory_mb", "memory_peak_mb"], "disk": ["disk_mb"], "cpu": ["cpu"]}
+OUTLIER_Z = 3.5  # modified z-score (Iglewicz & Hoaglin)
+
+
+def normalize(workers: pd.DataFrame) -> pd.DataFrame:
+    """The resource columns under our names, as numbers (some sources send strings)."""
+    out = workers.copy()
+    for name, spellings in SPELLINGS.items():
+        value = pd.Series(np.nan, index=out.index, dtype=float)
+        for col, scale in spellings:
+            if col in out:
+                value = value.fillna(pd.to_numeric(out[col], errors="coerce") * scale)
+        out[name] = value
+    return out
+
+
+def robust_z(values: pd.Series) -> pd.Series:
+    """0.6745 (x - median) / MAD; with MAD = 0 the mean absolute deviation (x 1.2533) stands in."""
+    med = values.median()
+    dev = (values - med).abs()
+    mad = dev.median()
+    if mad > 0:
+        return 0.6745 * (values - med) / mad
+    mean_ad = dev.mean()
+    return (values - med) / (1.253314 * mean_ad) if mean_ad > 0 else values * 0.0
+
+
+def rank(ev: Evidence, sort: str = "memory", limit: int | None = None) -> dict:
+    """`{"job", "sort", "workers": [...]}` in the asked order (largest first, unknown values last)."""
+    if sort not in SORT_KEYS:
+        raise ValueError(sort)
+    w = normalize(ev.workers)
+    if not len(w):
+        return {"job": ev.job, "sort": sort, "workers": [], "outliers": 0}
+    w["alive"] = w["state"].isin(ALIVE_STATES)
+    held, done = _shards(ev)
+    w["shards_held"] = w["worker"].map(held)
+    w["shards_held"] = [v if isinstance(v, list) else [] for v in w["shards_held"]]
+    now_held = pd.to_numeric(w.get("shard"), errors="coerce")
+    w["shards_held"] = [sorted(set(h) | ({int(s)} if s == s else set())) for h, s in zip(w["shards_held"], now_held)]
+    w["shards_done"] = w["worker"].map(done).fillna(0).astype(int)
+    metrics = [*SORT_KEYS["memory"], "disk_mb", "cpu"]
+    z = pd.DataFrame({m: robust_z(w[m]) for m in metrics})
+    w["outliers"] = [[m for m in metrics if z.at[i, m] > OUTLIER_Z] for i in w.index]
+    for m in metrics:
+        w[f"z_{m}"] = z[m].round(2)
+    w = w.sort_values(SORT_KEYS[sort] + ["worker"], ascending=[False] * len(SORT_KEYS[sort]) + [True],
+                      na_position="last", kind="stable")
+    if limit:
+        w = w.head(limit)
+    cols = ["worker", "state", "alive", "last_seen_ago", "memory_mb", "memory_peak_mb", "disk_mb", "cpu",
+            "shards_held", "shards_done", "outliers", *[f"z_{m}" for m in metrics]]
+    rows = w[cols].to_dict("records")
+    return {"job": ev.job, "sort": sort, "workers": rows, "outliers": int(sum(bool(r["outliers"]) for r in rows))}
+
+
+def _shards(ev: Evidence) -> tuple[pd.Series, pd.Series]:
+    """Per worker: shards held now (running attempts) and shards finished."""
+    a = ev.attempts
+    if not len(a):
+        return pd.Series(dtype=object), pd.Series(dtype=int)
+    shard = pd.to_numeric(a["shard"], errors="coerce")
+    running = (a["outcome"] == "running") & shard.notna() & (ev.state in ("running", "interrupted"))
+    held = shard[running].astype(int).groupby(a.loc[running, "worker"]).agg(lambda s: sorted(set(s)))
+    done = (a["outcome"] == "done").groupby(a["worker"]).sum()
+    return held, done
