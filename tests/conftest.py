@@ -9,8 +9,8 @@ import pytest
 
 from zephyr_debug.reference import CoordinatorConfig, JobConfig, JobResult, StageSpec, parse_fault, run_job
 
-FAST = CoordinatorConfig(heartbeat_interval=0.2, heartbeat_timeout=2.0, status_interval=0.25,
-                         no_workers_timeout=2.0)
+FAST = CoordinatorConfig(heartbeat_interval=0.2, heartbeat_timeout=4.0, status_interval=0.25,
+                         no_workers_timeout=3.0)
 
 
 def fast_stages(shards: int = 8, rows: int = 4000, chunk_seconds: float = 0.02, stages: int = 2) -> list[StageSpec]:

@@ -14,6 +14,8 @@ from zephyr_debug.reference import CoordinatorConfig
 from zephyr_debug.reference import logfmt
 from zephyr_debug.sources import load
 
+from conftest import FAST
+
 pytestmark = pytest.mark.slow
 
 PREFIX = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) zephyr\.execution: "
@@ -113,7 +115,7 @@ def test_crash_loop_aborts_after_three_task_failures(reference_job):
 
 
 def test_inline_oom_kills_the_worker_and_loops_as_infra_until_the_limit(reference_job):
-    coordinator = CoordinatorConfig(heartbeat_interval=0.2, heartbeat_timeout=2.0, status_interval=0.25,
+    coordinator = CoordinatorConfig(heartbeat_interval=0.2, heartbeat_timeout=4.0, status_interval=0.25,
                                     no_workers_timeout=5.0, max_infra_failures=3)
     result = reference_job("oom:1:always", workers=2, shards=3, stages=1, memory_limit_mb=300,
                            coordinator=coordinator, respawn_delay_s=0.2)
@@ -130,7 +132,7 @@ def test_inline_oom_kills_the_worker_and_loops_as_infra_until_the_limit(referenc
 
 
 def test_heartbeat_timeout_requeues_the_held_shard(reference_job):
-    result = reference_job("kill-worker:0", workers=2, shards=4, stages=1, respawn_delay_s=3.5)
+    result = reference_job("kill-worker:0", workers=2, shards=4, stages=1, respawn_delay_s=6.0)
     assert result.state == "succeeded"
     log = coordinator_log(result.job_dir)
     assert re.search(r"Zephyr worker \S+-workers-0 failed to heartbeat within timeout \(\d+\.\ds\)", log)
@@ -163,7 +165,7 @@ def test_job_dir_loads_back_into_evidence(reference_job):
     assert len(ev.samples) > 10 and ev.samples["rss_bytes"].gt(0).all()
     assert set(ev.workers["state"]) == {"done"}
     assert {c.kind for c in ev.crashes} == {"infra"}
-    assert ev.config["heartbeat_timeout"] == 2.0
+    assert ev.config["heartbeat_timeout"] == FAST.heartbeat_timeout
 
 
 def test_truncated_event_log_is_tolerated(reference_job, tmp_path):

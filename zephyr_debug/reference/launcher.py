@@ -84,7 +84,7 @@ class Job:
         self.state: str | None = None
         self._fired: set[Fault] = set()
         self._stop = threading.Event()
-        self._lock = threading.Lock()
+        self._stop_requested = threading.Event()
 
     @property
     def url(self) -> str:
@@ -129,7 +129,7 @@ class Job:
                 self._inject_process_faults()
                 if on_tick:
                     on_tick(self.coordinator)
-                if deadline and time.time() > deadline:
+                if self._stop_requested.is_set() or (deadline and time.time() > deadline):
                     self.state = "interrupted"
                     break
                 time.sleep(poll_s)
@@ -137,6 +137,10 @@ class Job:
             self._shutdown()
         status = self.coordinator.get_status()
         return JobResult(self.execution_id, self.job_dir, self.state, status.fatal_error, status)
+
+    def stop(self) -> None:
+        """Ask `wait()` to end the job now (it ends as interrupted)."""
+        self._stop_requested.set()
 
     def _reap_and_respawn(self) -> None:
         now = time.time()

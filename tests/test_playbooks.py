@@ -1,0 +1,95 @@
+"""Every playbook's commands really run against a reference job with the matching fault,
+and their output names the finding the playbook promises."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+from zephyr_debug import playbooks
+from zephyr_debug.reference import Job, JobConfig, parse_fault
+
+from conftest import FAST, fast_stages
+
+BOOKS = playbooks.all_playbooks()
+PATTERNS = {"straggler", "hung", "worker-death", "oom", "all-workers-dead", "stall", "task-error", "crash-flood",
+            "profil", "prometheus"}
+
+
+def job_options(book: playbooks.Playbook) -> dict:
+    """The playbook's run_reference options; a `coordinator` table overrides the test timings."""
+    options = dict(book.job)
+    options["coordinator"] = replace(FAST, **options.get("coordinator", {}))
+    return options
+
+
+def run_command(line: str, substitutions: dict[str, str], env: dict) -> subprocess.CompletedProcess:
+    for key, value in substitutions.items():
+        line = line.replace(key, value)
+    argv = shlex.split(line)
+    return subprocess.run([sys.executable, "-m", "zephyr_debug.cli", *argv[1:]], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_there_is_a_playbook_for_each_failure_pattern():
+    names = " ".join(b.name for b in BOOKS)
+    assert all(p in names for p in PATTERNS), sorted(p for p in PATTERNS if p not in names)
+    for book in BOOKS:
+        assert book.commands, f"{book.path}: no zdebug commands"
+        assert book.expect, f"{book.path}: promises nothing"
+        for heading in ("## Symptoms", "## Run", "## Read the output", "## Fix", "## In production"):
+            assert heading in book.body, f"{book.path}: missing {heading!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("book", [b for b in BOOKS if not b.live], ids=lambda b: b.name)
+def test_playbook_commands_run_and_find_what_they_promise(book, reference_job, jobs_root):
+    result = reference_job(*book.faults, **job_options(book))
+    env = {**os.environ, "ZDEBUG_HOME": str(jobs_root.parent)}
+    output = []
+    for line in book.commands:
+        proc = run_command(line, {"$JOB": str(result.job_dir)}, env)
+        assert "Traceback" not in proc.stderr, f"{line}\n{proc.stderr}"
+        assert proc.returncode == 0, f"{book.path}: `{line}` exited {proc.returncode}: {proc.stderr}"
+        output.append(proc.stdout + proc.stderr)
+    text = "\n".join(output)
+    for promise in book.expect:
+        assert promise in text, f"{book.path}: output does not name {promise!r}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("book", [b for b in BOOKS if b.live], ids=lambda b: b.name)
+def test_live_playbook_commands_run_against_a_running_job(book, tmp_path):
+    options = job_options(book)
+    shards, workers = options.pop("shards", 6), options.pop("workers", 2)
+    config = JobConfig(workers=workers, runner=options.pop("runner", "inline"),
+                       stages=fast_stages(shards, options.pop("rows", 4000), stages=1),
+                       faults=[parse_fault(f) for f in book.faults], root=tmp_path, deadline_s=90, **options)
+    job = Job(config).start()
+    waiter = threading.Thread(target=job.wait, daemon=True)
+    waiter.start()
+    env = {**os.environ, "ZDEBUG_HOME": str(tmp_path.parent)}
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and job.coordinator.get_status().queue_depth > 0:
+            time.sleep(0.2)
+        time.sleep(3)  # let the held shards age past the peers
+        output = []
+        for line in book.commands:
+            proc = run_command(line, {"$JOB": str(job.job_dir), "$URL": job.url}, env)
+            assert "Traceback" not in proc.stderr, f"{line}\n{proc.stderr}"
+            assert proc.returncode == 0, f"{book.path}: `{line}` exited {proc.returncode}: {proc.stderr}"
+            output.append(proc.stdout + proc.stderr)
+    finally:
+        job.stop()
+        waiter.join(60)
+    text = "\n".join(output)
+    for promise in book.expect:
+        assert promise in text, f"{book.path}: output does not name {promise!r}"

@@ -1,0 +1,71 @@
+"""Playbooks: `playbooks/*.md`, one per failure pattern, with TOML front matter.
+
+    +++
+    title = "…"
+    faults = ["skew-shard:3:x8"]          # the reference job the tests run it on
+    job = { workers = 3, shards = 8 }     # run_reference options
+    live = false                          # true: commands run while the job is running
+    expect = ["data-skew"]                # what the commands' output must name
+    +++
+
+Every fenced ```bash block line that starts with `zdebug ` is a command the tests run,
+with `$JOB` replaced by the job dir (and `$URL` by the live coordinator URL).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zephyr_debug.errors import ZdebugError
+
+ROOT = Path(__file__).resolve().parent.parent / "playbooks"
+_FRONT = re.compile(r"\A\+\+\+\n(.*?)\n\+\+\+\n", re.S)
+_FENCE = re.compile(r"^```(?:bash|sh|console)\n(.*?)^```", re.S | re.M)
+
+
+@dataclass
+class Playbook:
+    name: str
+    path: Path
+    title: str
+    body: str
+    faults: list[str] = field(default_factory=list)
+    job: dict = field(default_factory=dict)
+    live: bool = False
+    expect: list[str] = field(default_factory=list)
+
+    @property
+    def commands(self) -> list[str]:
+        lines = (line.strip() for block in _FENCE.findall(self.body) for line in block.splitlines())
+        return [line for line in lines if line.startswith("zdebug ")]
+
+
+def parse(path: Path) -> Playbook:
+    text = path.read_text(encoding="utf-8")
+    match = _FRONT.match(text)
+    if not match:
+        raise ZdebugError(f"{path}:1: playbook lacks its +++ front matter")
+    try:
+        meta = tomllib.loads(match.group(1))
+    except tomllib.TOMLDecodeError as exc:
+        raise ZdebugError(f"{path}: bad front matter ({exc})") from None
+    return Playbook(name=path.stem, path=path, title=meta.get("title", path.stem), body=text[match.end():],
+                    faults=meta.get("faults", []), job=meta.get("job", {}), live=meta.get("live", False),
+                    expect=meta.get("expect", []))
+
+
+def all_playbooks(root: Path = ROOT) -> list[Playbook]:
+    return [parse(p) for p in sorted(root.glob("*.md")) if p.name != "README.md"]
+
+
+def find(name: str, root: Path = ROOT) -> Playbook:
+    books = {b.name: b for b in all_playbooks(root)}
+    if name in books:
+        return books[name]
+    matches = [b for n, b in books.items() if name in n]
+    if len(matches) == 1:
+        return matches[0]
+    raise ZdebugError(f"no playbook {name!r} (have: {', '.join(books)})")
