@@ -2,6 +2,7 @@
 
     +++
     title = "…"
+    causes = ["data-skew"]                # the findings this playbook answers (zdebug diagnose)
     faults = ["skew-shard:3:x8"]          # the reference job the tests run it on
     job = { workers = 3, shards = 8 }     # run_reference options
     live = false                          # true: commands run while the job is running
@@ -36,6 +37,7 @@ class Playbook:
     job: dict = field(default_factory=dict)
     live: bool = False
     expect: list[str] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list)
 
     @property
     def commands(self) -> list[str]:
@@ -54,11 +56,16 @@ def parse(path: Path) -> Playbook:
         raise ZdebugError(f"{path}: bad front matter ({exc})") from None
     return Playbook(name=path.stem, path=path, title=meta.get("title", path.stem), body=text[match.end():],
                     faults=meta.get("faults", []), job=meta.get("job", {}), live=meta.get("live", False),
-                    expect=meta.get("expect", []))
+                    expect=meta.get("expect", []), causes=meta.get("causes", []))
 
 
 def all_playbooks(root: Path = ROOT) -> list[Playbook]:
     return [parse(p) for p in sorted(root.glob("*.md")) if p.name != "README.md"]
+
+
+def for_cause(root: Path = ROOT) -> dict[str, str]:
+    """Finding cause -> playbook name, from the playbooks' `causes` lists."""
+    return {cause: book.name for book in all_playbooks(root) for cause in book.causes}
 
 
 def find(name: str, root: Path = ROOT) -> Playbook:
