@@ -45,6 +45,7 @@ class Thresholds:
     normal_rate: float = 0.67  # rate >= this x the stage median rate = normal speed
     memory_near: float = 0.9  # RSS >= this x the memory limit = near the limit
     repeated_failures: int = 2  # failed attempts of one shard that make a crash loop
+    skew_cpu: float = 1.25  # CPU >= this x the stage median = expensive records (when the worker is unknown)
 
 
 def analyze(ev: Evidence, th: Thresholds = Thresholds()) -> dict:
@@ -85,7 +86,8 @@ def _progress(ev: Evidence, hb: float) -> pd.DataFrame:
     s = ev.samples
     cols = ["stage", "shard", "worker", "last_ts", "last_items", "plateau_s", "plateau_now_s", "rss_max", "cpu"]
     if not len(s):
-        return pd.DataFrame(columns=cols).set_index(["stage", "shard", "worker"])
+        empty = pd.DataFrame({c: pd.Series(dtype=float if i > 2 else object) for i, c in enumerate(cols)})
+        return empty.set_index(["stage", "shard", "worker"])
     s = pd.DataFrame({"stage": s["stage"], "shard": _num(s, "shard"), "worker": s["worker"], "ts": _num(s, "ts"),
                       "items": _num(s, "items"), "rss": _num(s, "rss_bytes"), "cpu": _num(s, "cpu_pct")})
     s = s.dropna(subset=["shard", "ts"]).sort_values(["worker", "ts"], kind="stable")
@@ -168,6 +170,7 @@ def _stage_stats(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
     st["p99_s"] = done["elapsed_s"].quantile(0.99)
     st["median_items"] = done["items"].median()
     st["median_rate"] = done["rate"].median()
+    st["median_cpu"] = done["cpu"].median()
     st["wall_s"] = bounds["wall_s"].reindex(st.index)
     order = {s.name: s.index for s in ev.stages}
     st = st.drop(columns="seen").sort_index(key=lambda idx: idx.map(lambda n: order.get(n, len(order))))
@@ -220,6 +223,7 @@ def _judge(ev: Evidence, shards: pd.DataFrame, stages: pd.DataFrame, hb: float, 
     stage_of = out.index.get_level_values("stage")
     out["items_ratio"] = out["items"] / stage_of.map(stages["median_items"]).to_numpy(dtype=float)
     out["rate_ratio"] = out["rate"] / stage_of.map(stages["median_rate"]).to_numpy(dtype=float)
+    out["cpu_ratio"] = out["cpu"] / stage_of.map(stages["median_cpu"]).to_numpy(dtype=float)
     speed = out["rate_ratio"].fillna(out["median_s"] / out["elapsed_s"])
     log = np.log(speed.where(out["done"] & (speed > 0)))
     per_worker = log.groupby(out["worker"]).agg(["sum", "count"])
@@ -304,7 +308,7 @@ def _finding(ev: Evidence, r, hb: float, th: Thresholds) -> dict:
             "evidence": ev_lines, "next": causes[ordered[0]],
             "metrics": {k: _round(getattr(r, k)) for k in (
                 "median_s", "p90_s", "p99_s", "peers", "items", "items_ratio", "rate", "rate_ratio",
-                "worker_speed", "worker_shards", "task_failures", "infra_failures", "attempts", "burned_s",
+                "worker_speed", "worker_shards", "cpu", "cpu_ratio", "task_failures", "infra_failures", "attempts", "burned_s",
                 "plateau_s", "rss_max")} | {"done": bool(r.done), "holder_state": r.holder_state}}
 
 
@@ -314,7 +318,9 @@ def _rate_causes(job: str, worker: str | None, r, th: Thresholds, lines: list[st
     A normal rate on far more items is data-skew. A low rate on a worker that is slow on its
     other shards too is slow-worker; a low rate on a worker that is normal elsewhere means the
     shard's records are expensive (a slow-shard): that is data-skew too, a skew of per-record
-    cost, never slow-worker. Without item counts, only the worker comparison decides.
+    cost, never slow-worker. Without item counts, only the worker comparison decides; with no
+    other shard on the worker, CPU decides: a shard burning more CPU than the stage's shards
+    has expensive records (data-skew), otherwise the worker is slow.
     """
     profile = f"zdebug profile {worker} --job {job}"
     worker_known = r.worker_shards > 0 and r.worker_speed == r.worker_speed
@@ -325,7 +331,9 @@ def _rate_causes(job: str, worker: str | None, r, th: Thresholds, lines: list[st
         lines.append(f"{worker} runs its {r.worker_shards} other finished shard(s) at {r.worker_speed:.2f}x "
                      f"the stage speed")
     else:
-        lines.append(f"{worker} finished no other shard to compare with")
+        worker_slow = not (r.cpu_ratio >= th.skew_cpu)
+        cpu = "" if r.cpu_ratio != r.cpu_ratio else f"; the shard used {r.cpu_ratio:.1f}x the stage's median CPU"
+        lines.append(f"{worker} finished no other shard to compare with{cpu}")
     if r.rate != r.rate:
         lines.append("no item counts in the evidence: the rate cannot be compared")
         return {"slow-worker": profile} if worker_slow else {"data-skew": profile}
