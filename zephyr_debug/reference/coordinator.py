@@ -57,10 +57,8 @@ class _Shard:
     holder: str | None = None
     started: float | None = None
     done: bool = False
-    worker: str | None = None  # holder of the latest attempt (kept after it ends)
-    finished: float | None = None
-    items: int = 0
-    bytes: int = 0
+    # One dict per attempt: attempt, worker, start, end, outcome (running|done|failed), kind, items, bytes.
+    attempts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -186,7 +184,8 @@ class Coordinator:
             index = self.queue.popleft()
             shard = self.shards[index]
             shard.holder, shard.started = worker_id, worker.last_seen
-            shard.worker = worker_id
+            shard.attempts.append({"attempt": shard.attempt, "worker": worker_id, "start": shard.started, "end": None,
+                                   "outcome": "running", "kind": None, "items": 0, "bytes": 0})
             worker.shard = index
             self.events.write("assign", stage=self.stage_name, shard=index, attempt=shard.attempt, worker=worker_id)
             spec = self.stages[self.stage_index]
@@ -215,8 +214,8 @@ class Coordinator:
             worker = self.workers[worker_id]
             worker.shard, worker.last_seen = None, time.time()
             self.completed += 1
-            self.progress_time = record.finished = worker.last_seen
-            record.items, record.bytes = items, bytes
+            self.progress_time = worker.last_seen
+            record.attempts[-1].update(end=worker.last_seen, outcome="done", items=items, bytes=bytes)
             self.counters["zephyr/item_count"] += items
             self.counters["zephyr/bytes_processed"] += bytes
             for name, value in (counters or {}).items():
@@ -236,6 +235,7 @@ class Coordinator:
             worker = self.workers[worker_id]
             worker.shard, worker.last_seen = None, time.time()
             record.holder = None
+            record.attempts[-1].update(end=worker.last_seen, outcome="failed", kind=TASK)
             record.task_errors += 1
             self.retries += 1
             self.failures[TASK] += 1
@@ -269,6 +269,7 @@ class Coordinator:
         index, worker.shard = worker.shard, None
         record = self.shards[index]
         record.holder = None
+        record.attempts[-1].update(end=time.time(), outcome="failed", kind=INFRA)
         record.infra_errors += 1
         self.retries += 1
         self.failures[INFRA] += 1
@@ -386,7 +387,8 @@ class Coordinator:
                     "stage_index": self.stage_index, "failures": dict(self.failures),
                     "worker_states": dict(states), "workers": self.worker_details(),
                     "counters": dict(self.counters), "config": asdict(self.config),
-                    "shards": [asdict(s) for s in self.shards.values()], "stage_count": len(self.stages)}
+                    "shards": [asdict(s) for s in self.shards.values()], "stage_count": len(self.stages),
+                    "stage_started": self.stage_started}
 
 
 def _summary(error: str) -> str:

@@ -4,7 +4,7 @@ Names follow Zephyr's telemetry: `progress_time_seconds{run}` is the Unix time o
 stage start or shard completion; counters are exported as gauges named without `zephyr/`
 and with non-word characters turned into `_`. The rest is what debugging needs: stage
 progress, queue, workers by state, failures by kind, per-worker resources, and per-shard
-rows of the current stage (like Zephyr's per-shard telemetry) so stragglers can be found
+rows of the current stage, one per attempt (like Zephyr's per-shard telemetry) so stragglers can be found
 from Prometheus alone. `METRICS` lists every name; the dashboards and alerts use only those.
 """
 
@@ -28,11 +28,13 @@ PER_WORKER = {
 SHARD_LABELS = ["run", "stage", "shard", "attempt", "worker"]
 METRICS = {
     "progress_time_seconds", "zephyr_shards_in_flight", "zephyr_queue_depth", "zephyr_shards_completed",
-    "zephyr_shards_total", "zephyr_stage_retries", "zephyr_stage_index", "zephyr_stages",
+    "zephyr_shards_total", "zephyr_stage_retries", "zephyr_stage_index", "zephyr_stage_start_time_seconds",
+    "zephyr_stages",
     "zephyr_pipeline_done", "zephyr_pipeline_failed", "zephyr_workers", "zephyr_shard_failures_total",
     "zephyr_worker_last_seen_seconds", "zephyr_worker_shard", "zephyr_shard_start_time_seconds",
     "zephyr_shard_elapsed_seconds", "zephyr_shard_done", "zephyr_shard_items", "zephyr_shard_bytes",
-    "zephyr_shard_attempt_failures", *(name for name, _ in PER_WORKER.values()),
+    "zephyr_shard_attempt_failures", "zephyr_shard_attempt_failed", "zephyr_worker_shard_items", "zephyr_worker_shard_bytes",
+    "zephyr_coordinator_setting", *(name for name, _ in PER_WORKER.values()),
 }
 
 
@@ -67,9 +69,16 @@ class CoordinatorCollector:
         yield gauge("zephyr_queue_depth", "Shards waiting for a worker", status.queue_depth, **stage)
         yield gauge("zephyr_stage_retries", "Shard retries in the current stage", status.retries, **stage)
         yield gauge("zephyr_stage_index", "Index of the current stage", snap["stage_index"])
+        yield gauge("zephyr_stage_start_time_seconds", "Unix time the current stage started",
+                    snap["stage_started"], **stage)
         yield gauge("zephyr_stages", "Stages in the pipeline", snap["stage_count"])
         yield gauge("zephyr_pipeline_done", "1 when the coordinator is shutting down", float(status.done))
         yield gauge("zephyr_pipeline_failed", "1 when the pipeline aborted", float(status.fatal_error is not None))
+        settings = GaugeMetricFamily("zephyr_coordinator_setting", "Coordinator settings (timeouts in s, limits)",
+                                     labels=["run", "setting"])
+        for name, value in snap["config"].items():
+            settings.add_metric([run, name], float(value))
+        yield settings
         yield from self._stages(run, snap)
 
         states = GaugeMetricFamily("zephyr_workers", "Workers by state", labels=["run", "state"])
@@ -108,15 +117,23 @@ class CoordinatorCollector:
         seen = GaugeMetricFamily("zephyr_worker_last_seen_seconds", "Seconds since the worker was heard from",
                                  labels=["run", "worker", "state"])
         held = GaugeMetricFamily("zephyr_worker_shard", "Shard the worker holds now", labels=["run", "worker", "stage"])
+        progress = {key: GaugeMetricFamily(f"zephyr_worker_shard_{key}", f"{key.capitalize()} of the held shard "
+                                           "processed so far (last heartbeat)", labels=["run", "worker"])
+                    for key in ("items", "bytes")}
+        holders = {s["holder"]: s["index"] for s in snap["shards"] if s["holder"]}  # the coordinator's truth
         for worker, info in snap["workers"].items():
             seen.add_metric([run, worker, info["state"]], info["last_seen_ago"])
-            if info.get("shard") is not None:
-                held.add_metric([run, worker, snap["status"].stage], info["shard"])
+            if worker in holders:
+                held.add_metric([run, worker, snap["status"].stage], holders[worker])
+                for key, family in progress.items():
+                    if info.get("shard") == holders[worker] and info.get(key) is not None:
+                        family.add_metric([run, worker], info[key])
         yield seen
         yield held
+        yield from progress.values()
 
     def _shards(self, run: str, stage: str, shards: list[dict], workers: dict, now: float):
-        """One series per started shard of the current stage, labelled by its latest attempt."""
+        """One series per attempt of the current stage's shards (failed ones included)."""
         families = {
             "start": GaugeMetricFamily("zephyr_shard_start_time_seconds", "Unix time the attempt started",
                                        labels=SHARD_LABELS),
@@ -126,22 +143,26 @@ class CoordinatorCollector:
             "items": GaugeMetricFamily("zephyr_shard_items", "Items the attempt has processed", labels=SHARD_LABELS),
             "bytes": GaugeMetricFamily("zephyr_shard_bytes", "Bytes the attempt has processed", labels=SHARD_LABELS),
         }
+        failed = GaugeMetricFamily("zephyr_shard_attempt_failed", "1 for an attempt that failed, by kind",
+                                   labels=[*SHARD_LABELS, "kind"])
         failures = GaugeMetricFamily("zephyr_shard_attempt_failures", "Failed attempts of the shard, by kind",
                                      labels=["run", "stage", "shard", "kind"])
         for s in shards:
             for kind, count in ((TASK, s["task_errors"]), (INFRA, s["infra_errors"])):
                 if count:
                     failures.add_metric([run, stage, str(s["index"]), kind], count)
-            if s["started"] is None or not (s["done"] or s["holder"]):
-                continue  # never started, or requeued and waiting
-            labels = [run, stage, str(s["index"]), str(s["attempt"]), s["worker"] or ""]
-            progress = workers.get(s["holder"], {}) if s["holder"] else {}
-            if progress.get("shard") != s["index"]:
-                progress = {}
-            families["start"].add_metric(labels, s["started"])
-            families["elapsed"].add_metric(labels, (s["finished"] if s["done"] else now) - s["started"])
-            families["done"].add_metric(labels, float(s["done"]))
-            families["items"].add_metric(labels, s["items"] if s["done"] else progress.get("items", 0))
-            families["bytes"].add_metric(labels, s["bytes"] if s["done"] else progress.get("bytes", 0))
+            for a in s["attempts"]:
+                labels = [run, stage, str(s["index"]), str(a["attempt"]), a["worker"]]
+                progress = workers.get(a["worker"], {}) if a["outcome"] == "running" else a
+                if progress.get("shard", s["index"]) != s["index"]:
+                    progress = {}  # the worker's last heartbeat is about an earlier shard
+                families["start"].add_metric(labels, a["start"])
+                families["elapsed"].add_metric(labels, (a["end"] or now) - a["start"])
+                families["done"].add_metric(labels, float(a["outcome"] == "done"))
+                families["items"].add_metric(labels, progress.get("items") or 0)
+                families["bytes"].add_metric(labels, progress.get("bytes") or 0)
+                if a["outcome"] == "failed":
+                    failed.add_metric([*labels, a["kind"]], 1)
         yield from families.values()
+        yield failed
         yield failures

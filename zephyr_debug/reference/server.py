@@ -35,11 +35,13 @@ class CoordinatorServer:
         self.registry = registry
         self.httpd = ThreadingHTTPServer((host, port), _handler(self))
         self.httpd.daemon_threads = True
+        self.closed = False
         self.url = f"http://{host}:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="coordinator-http", daemon=True)
         self._thread.start()
 
     def close(self) -> None:
+        self.closed = True  # keep-alive connections outlive the listener: refuse on them too
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -89,10 +91,19 @@ def _handler(server: CoordinatorServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
 
+        def _refuse_if_closed(self) -> bool:
+            if server.closed:
+                self.close_connection = True
+                self._send(503, "application/json", b'{"error": "coordinator closed"}')
+            return server.closed
+
         def do_GET(self) -> None:
-            self._send(*server.get(self.path.split("?", 1)[0]))
+            if not self._refuse_if_closed():
+                self._send(*server.get(self.path.split("?", 1)[0]))
 
         def do_POST(self) -> None:
+            if self._refuse_if_closed():
+                return
             try:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")

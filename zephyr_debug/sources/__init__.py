@@ -1,7 +1,7 @@
 """One loader over every kind of evidence: `load(target) -> Evidence`.
 
-`target` is a live coordinator URL, a job dir, an execution id (or unique prefix, or
-`latest`) in the job store, or a file / directory of other evidence. Content decides the
+`target` is a live coordinator URL, a run in Prometheus (`prometheus+URL?run=ID`), a job
+dir, an execution id (or unique prefix, or `latest`) in the job store, or a file / directory of other evidence. Content decides the
 format: each entry of `FILE_LOADERS` sniffs a path and returns Evidence or None.
 """
 
@@ -14,13 +14,15 @@ from zephyr_debug import jobstore
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import Evidence
 from zephyr_debug.sources import evidencedir
-from zephyr_debug.sources import jobdir, live
+from zephyr_debug.sources import jobdir, live, prometheus
 
 # Loaders for evidence that is not a job dir (real Zephyr/Iris output, ...): tried in order.
 FILE_LOADERS: list[Callable[[Path], Evidence | None]] = [evidencedir.load]
 
 
 def load(target: str) -> Evidence:
+    if prometheus.is_target(target):  # prometheus+http://HOST:9090?run=EXEC_ID
+        return prometheus.load(target)
     if target.startswith(("http://", "https://")):
         return live.load(target)
     path = Path(target)
