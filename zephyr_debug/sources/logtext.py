@@ -5,14 +5,18 @@ keywords after a space (`KEYWORDS`), so the regex has a literal prefix and the s
 only the lines it hits are parsed (prefix, then the message regexes in `MESSAGES`). Any line
 prefix is accepted: Python logging, glog-like, Iris `[hh:mm:ss] task=… |`, or none. Tracebacks
 and faulthandler dumps (untimestamped) are read after / before the error line that names them.
-Memory stays bounded: chunks of `CHUNK_BYTES`, carried over only at the last line boundary.
+Memory stays bounded: one reused buffer of `CHUNK_BYTES` per process; large files are split into
+line-aligned ranges scanned by several processes, and the hits are folded in order.
 """
 
 from __future__ import annotations
 
 import calendar
 import json
+import multiprocessing
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,7 +24,11 @@ from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import Evidence
 from zephyr_debug.sources.timeline import Timeline
 
-CHUNK_BYTES = 32 << 20
+CHUNK_BYTES = 1 << 20  # small enough for the CPU cache: the regex pass and line look-ups stay hot
+PARALLEL_MIN_BYTES = 64 << 20  # larger files are scanned in line-aligned ranges by several processes
+MAX_PROCESSES = 4
+SPAM_SAMPLE_BYTES = 4 << 20
+SPAM_SHARE = 0.2
 BLOCK_BYTES = 256 << 10  # most text kept after an error line (traceback) or before it (dump)
 SNIFF_BYTES = 64 << 10
 
@@ -85,134 +93,180 @@ BY_KEYWORD = {k: tuple((n, _RX[n]) for n in names) for k, names in {
     b"tasks completed": ("tasks_completed",),
     b"Starting stage ": ("stage_start",),
 }.items()}
-BLOCK_EVENTS = {"worker_error", "pipeline_failed"}  # the untimestamped lines after them belong to them
+# Lines whose untimestamped continuation (traceback) belongs to them: keyword -> marker in the line.
+BLOCK_KEYS = {b" Worker ": b" error on shard ", b" method 'run_pipeline' failed": b"failed: "}
 DUMP_START, DUMP_END = b"Fatal Python error", b"Extension modules:"
 
 
+Hit = tuple  # (file offset, newlines before it in its range, keyword, line bytes, block bytes | None)
+
+
+def _hits(buf, cut: int, pos: int, read, hits: list) -> int:
+    """Appends the event lines of buf[:cut] (at file offset `pos`) to hits; returns its newline count."""
+    last_line, counted, lines = -1, 0, 0
+    for m in EVENT_RE.finditer(buf, 0, cut):
+        start = buf.rfind(b"\n", 0, m.start()) + 1
+        if start == last_line:
+            continue
+        last_line = start
+        stop = buf.find(b"\n", m.end(), cut)
+        stop = cut if stop < 0 else stop
+        lines += buf.count(b"\n", counted, start)
+        counted = start
+        line = bytes(buf[start:stop])
+        kw = m.group()
+        block = _block(read, pos + start, pos + stop, line) if kw in BLOCK_KEYS and BLOCK_KEYS[kw] in line else None
+        hits.append((pos + start, lines, kw, line, block))
+    return lines + buf.count(b"\n", counted, cut)
+
+
+def _block(read, start: int, stop: int, line: bytes) -> bytes:
+    """The error line plus its untimestamped continuation (traceback); when it says a subprocess
+    died, the faulthandler dump printed shortly before it goes first."""
+    after = read(stop, BLOCK_BYTES)
+    m = LINE_START_RE.search(after)
+    text = line + after[:m.start() if m else len(after)]
+    if b"Subprocess for shard" in text:
+        lo = max(0, start - BLOCK_BYTES)
+        before = read(lo, start - lo)
+        i = before.rfind(DUMP_START)
+        if i >= 0:
+            j = before.find(DUMP_END, i)
+            k = before.find(b"\n", j) if j >= 0 else -1
+            text = before[i:k if k >= 0 else len(before)].rstrip() + b"\n" + text
+    return text
+
+
+def scan_range(path: str, start: int, end: int, chunk_bytes: int = CHUNK_BYTES) -> tuple[list[Hit], int]:
+    """Event lines among the lines that begin in [start, end) (line-aligned), and its newline
+    count. Reads `chunk_bytes` at a time into one reused buffer, so each pass over it stays in cache."""
+    hits: list[Hit] = []
+    total = 0
+    buf = bytearray(chunk_bytes)
+    with open(path, "rb", buffering=0) as fh:
+        fd = fh.fileno()
+
+        def read(offset: int, size: int) -> bytes:
+            return os.pread(fd, size, offset)
+
+        fh.seek(start)
+        fill, pos = 0, start
+        while pos < end:
+            n = fh.readinto(memoryview(buf)[fill:])
+            avail = fill + n
+            if avail == 0:
+                break
+            if pos + avail >= end or n == 0:
+                cut = min(avail, end - pos)
+            else:
+                cut = buf.rfind(b"\n", 0, avail) + 1
+                if cut == 0:  # a line longer than the buffer
+                    fill = avail
+                    buf.extend(bytes(len(buf)))
+                    continue
+            total += _hits(buf, cut, pos, read, hits)
+            buf[:avail - cut] = buf[cut:avail]
+            fill, pos = avail - cut, pos + cut
+    return hits, total
+
+
+def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
+    """`parts` line-aligned byte ranges covering the file."""
+    size = path.stat().st_size
+    bounds = [0]
+    with open(path, "rb") as fh:
+        for k in range(1, parts):
+            fh.seek(size * k // parts)
+            fh.readline()
+            bounds.append(max(fh.tell(), bounds[-1]))
+    bounds.append(size)
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _scan_range_args(args: tuple) -> tuple[list[Hit], int]:
+    return scan_range(*args)
+
+
 class LogScanner:
-    """Feeds one Timeline from log text: chunks of a file, or single lines of JSON records."""
+    """Feeds one Timeline from log text: a file (in parallel ranges when large), or records."""
 
     def __init__(self, timeline: Timeline, source: str):
         self.tl, self.source = timeline, source
         self.date_cache: dict[bytes, float] = {}
         self.day = 0.0  # date of the last dated line, for Iris clock-only prefixes
         self.last_ts: float | None = None
+        self.stamps: dict[int, float] = {}
 
-    # -- files ---------------------------------------------------------------------------
-    def scan_file(self, path: Path, chunk_bytes: int = CHUNK_BYTES) -> None:
-        first_crash = len(self.tl.crashes)
-        self._scan_file(path, chunk_bytes)
-        _number_lines(path, self.tl.crashes[first_crash:])
+    def scan_file(self, path: Path, processes: int | None = None) -> None:
+        size = path.stat().st_size
+        procs = processes or (min(os.cpu_count() or 1, MAX_PROCESSES) if size >= PARALLEL_MIN_BYTES else 1)
+        jobs = [(str(path), a, b) for a, b in _ranges(path, procs)]
+        if len(jobs) > 1:
+            with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
+                results = list(pool.map(_scan_range_args, jobs))
+        else:
+            results = [scan_range(*job) for job in jobs]
+        base = 0
+        for hits, lines in results:
+            for offset, before, kw, line, block in hits:
+                self._line(line, kw, base + before + 1, block, offset)
+            base += lines
+        self._spam(path, size)
 
-    def _scan_file(self, path: Path, chunk_bytes: int) -> None:
-        with open(path, "rb") as fh:
-            carry, base = b"", 0
-            while True:
-                data = fh.read(chunk_bytes)
-                eof = not data
-                buf = carry + data
-                if not buf:
-                    break
-                end = len(buf) if eof else buf.rfind(b"\n") + 1
-                if end == 0:  # one line longer than a chunk: keep reading
-                    carry = buf
-                    continue
-                done = self.scan_buffer(buf, end, base, eof)
-                carry, base = buf[done:], base + done
-                if eof:
-                    break
-
-    def scan_buffer(self, buf: bytes, end: int, base: int, eof: bool) -> int:
-        """Handles the lines of buf[:end]; returns how far it got (a block may need more data)."""
-        last_line = -1
-        for m in EVENT_RE.finditer(buf, 0, end):
-            start = buf.rfind(b"\n", 0, m.start()) + 1
-            if start == last_line:
-                continue
-            last_line = start
-            stop = buf.find(b"\n", m.end(), end)
-            stop = end if stop < 0 else stop
-            if not self._line(buf, start, stop, base, eof):
-                self.tl.spam += buf.count(SPAM, 0, start)
-                return start
-        self.tl.spam += buf.count(SPAM, 0, end)
-        return end
-
-    # -- records (Iris get-task-logs / JSON lines) ---------------------------------------------
     def scan_records(self, records: Iterable[tuple[float | None, str]]) -> None:
-        """(timestamp or None, line text) pairs, e.g. Iris get-task-logs entries."""
-        lines = []
+        """(timestamp or None, text) pairs, e.g. Iris get-task-logs entries; each line gets a
+        leading space so that messages without any prefix are found too."""
+        buf = bytearray()
+        self.stamps = {}
         for ts, text in records:
             for i, part in enumerate(str(text).split("\n")):
-                lines.append((ts if i == 0 else None, part))
-        buf = bytearray()
-        stamps: dict[int, float] = {}
-        for ts, text in lines:
-            if ts is not None:
-                stamps[len(buf)] = ts
-            buf += b" " + text.encode("utf-8", "replace") + b"\n"
-        self.stamps = stamps
+                if ts is not None and i == 0:
+                    self.stamps[len(buf)] = ts
+                buf += b" " + part.encode("utf-8", "replace") + b"\n"
         data = bytes(buf)
-        first_crash = len(self.tl.crashes)
-        self.scan_buffer(data, len(data), 0, True)
+        hits: list[Hit] = []
+        _hits(data, len(data), 0, lambda offset, size: data[offset:offset + size], hits)
+        for offset, _, kw, line, block in hits:
+            self._line(line, kw, None, block, offset)
         self.stamps = {}
-        for crash in self.tl.crashes[first_crash:]:
-            crash.line = None  # offsets into records, not lines of a file
 
-    # -- one event line ---------------------------------------------------------------------
-    stamps: dict[int, float] = {}
+    def _spam(self, path: Path, size: int) -> None:
+        """pull_task share of the file's last SPAM_SAMPLE_BYTES (what a line-limited tail shows)."""
+        with open(path, "rb") as fh:
+            fh.seek(max(0, size - SPAM_SAMPLE_BYTES))
+            tail = fh.read(SPAM_SAMPLE_BYTES)
+        lines = tail.count(b"\n") or 1
+        spam = tail.count(SPAM)
+        if spam >= SPAM_SHARE * lines:
+            self.tl.notes.append(f"{path.name}: {spam * 100 // lines}% of the last {lines} lines are pull_task "
+                                 "spam; a line-limited log window may hold no progress lines")
 
-    def _line(self, buf: bytes, start: int, stop: int, base: int, eof: bool) -> bool:
-        line = buf[start:stop]
-        if line.startswith(b"{"):
-            return self._json_line(line, base + start)
-        ts = self.stamps.get(start) if self.stamps else None
+    def _line(self, line: bytes, kw: bytes, line_no: int | None, block: bytes | None, offset: int) -> None:
+        if line.lstrip().startswith(b"{"):
+            self._json_line(line)
+            return
+        ts = self.stamps.get(offset) if self.stamps else None
         if ts is None:
             ts = self._timestamp(line)
-        hit = EVENT_RE.search(line)
-        for name, rx in BY_KEYWORD.get(hit.group()[1:] if hit else b"", ()) + ALL:
+        for name, rx in BY_KEYWORD.get(kw[1:], ()) + ALL:
             m = rx.search(line)
             if m is None:
                 continue
-            block = None
-            if name in BLOCK_EVENTS:
-                block = self._block(buf, start, stop, eof)
-                if block is None:
-                    return False
             groups = [g.decode("utf-8", "replace") if g is not None else None for g in m.groups()]
-            self.tl.event(name, ts, groups, self.source, base + start, block)
-            return True
+            text = block.decode("utf-8", "replace") if block is not None else None
+            self.tl.event(name, ts, groups, self.source, line_no, text)
+            return
         if any(sig in line for sig in SIGNATURES):
             self.tl.bad += 1
-        return True
 
-    def _json_line(self, line: bytes, offset: int) -> bool:
+    def _json_line(self, line: bytes) -> None:
         try:
             rec = json.loads(line)
             text, ts = rec["data"], record_ts(rec.get("timestamp"))
         except (ValueError, KeyError, TypeError):
             self.tl.bad += 1
-            return True
-        sub = LogScanner(self.tl, self.source)
-        sub.scan_records([(ts, text)])
-        return True
-
-    def _block(self, buf: bytes, start: int, stop: int, eof: bool) -> str | None:
-        """The error line plus its untimestamped continuation (traceback), and a faulthandler dump
-        printed shortly before it when the error says a subprocess died. None = need more data."""
-        limit = min(len(buf), stop + BLOCK_BYTES)
-        m = LINE_START_RE.search(buf, stop, limit)
-        if m is None and limit == len(buf) and not eof and start > 0:
-            return None
-        end = m.start() if m else limit
-        text = buf[start:end].decode("utf-8", "replace")
-        if b"Subprocess for shard" in buf[stop:end]:
-            dump_at = buf.rfind(DUMP_START, max(0, start - BLOCK_BYTES), start)
-            if dump_at >= 0:
-                dump_end = buf.find(b"\n", buf.find(DUMP_END, dump_at, start) + 1, start)
-                dump = buf[dump_at:dump_end if dump_end > 0 else start].decode("utf-8", "replace")
-                text = dump.rstrip() + "\n" + text
-        return text
+            return
+        LogScanner(self.tl, self.source).scan_records([(ts, text)])
 
     def _timestamp(self, line: bytes) -> float | None:
         m = PREFIX_RE.match(line, 1 if line[:1] == b" " else 0)
@@ -237,24 +291,6 @@ class LogScanner:
             return self.last_ts
         self.last_ts = ts
         return ts
-
-
-def _number_lines(path: Path, crashes: list) -> None:
-    """Crash byte offsets (set by the scan) -> 1-based line numbers, in one streaming pass."""
-    todo = sorted((c.line, i) for i, c in enumerate(crashes) if c.line is not None)
-    if not todo:
-        return
-    with open(path, "rb") as fh:
-        base, lines, k = 0, 1, 0
-        while k < len(todo):
-            data = fh.read(CHUNK_BYTES)
-            if not data:
-                break
-            while k < len(todo) and todo[k][0] < base + len(data):
-                crashes[todo[k][1]].line = lines + data.count(b"\n", 0, todo[k][0] - base)
-                k += 1
-            lines += data.count(b"\n")
-            base += len(data)
 
 
 def record_ts(value) -> float | None:

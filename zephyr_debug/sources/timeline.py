@@ -22,6 +22,7 @@ from zephyr_debug.model import (
 from zephyr_debug.sources.jobstatus import parse_literal
 
 STAGE_INDEX_RE = re.compile(r"^stage(\d+)-")
+RETRIED_RE = re.compile(r"(\d+): (\d+)")
 SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 # Subprocess-runner error texts -> (failure, crash kind).
 FAILURES = [(re.compile(r"killed by SIGKILL|returncode -9|MemoryError"), "oom"),
@@ -45,7 +46,7 @@ class Timeline:
         self.job, self.source = job, source
         self.events = 0
         self.bad = 0
-        self.spam = 0
+        self.notes: list[str] = []  # warnings found while scanning (log spam, ...)
         self.status: list[dict] = []
         self.stages: dict[str, StageInfo] = {}
         self.attempts: dict[tuple, dict] = {}
@@ -60,10 +61,12 @@ class Timeline:
         self.last_ts: float | None = None
         self.all_dead: list[float] = []
         self.registered_any = False
+        self.source_now = source
 
     # -- events --------------------------------------------------------------------------
     def event(self, name: str, ts: float | None, g: list, source: str, offset: int, block: str | None) -> None:
         self.events += 1
+        self.source_now = source
         if ts is not None and (self.last_ts is None or ts > self.last_ts):
             self.last_ts = ts
         getattr(self, "on_" + name)(ts, g, source, offset, block)
@@ -131,7 +134,8 @@ class Timeline:
 
     def on_task_requeue(self, ts, g, *_):
         shard, worker, n = int(g[0]), g[1], int(g[2])
-        row = self._attempt(worker, shard, ts, attempt=n - 1)
+        row = self._reported(worker, shard) or self._attempt(worker, shard, ts, attempt=n - 1)
+        row["_reported"] = True
         if row.get("outcome") != "failed":
             row.update(end_ts=ts, outcome="failed", kind=TASK, error=row.get("error") or "task error")
         self.holding.pop(worker, None)
@@ -184,9 +188,8 @@ class Timeline:
         self.fatal = self.fatal or "ZephyrWorkerError: " + g[0].strip()
 
     def on_retried(self, ts, g, *_):
-        histogram = parse_literal(g[0])
-        if self.status and isinstance(histogram, dict):
-            self.status[-1]["retries"] = sum(int(k) * int(v) for k, v in histogram.items())
+        if self.status:  # {attempts: shard count}
+            self.status[-1]["retries"] = sum(int(a) * int(n) for a, n in RETRIED_RE.findall(g[0]))
 
     def on_aborted(self, ts, g, *_):
         self.fatal = self.fatal or g[0].strip()
@@ -239,12 +242,22 @@ class Timeline:
                                                         "worker": worker, "outcome": "running"}
         return row
 
+    def _reported(self, worker: str, shard: int) -> dict | None:
+        """The failed attempt (by its worker's error line) that a coordinator failure line confirms."""
+        for key in sorted(self.attempts, key=lambda k: -k[2]):
+            row = self.attempts[key]
+            if key[1] == shard and row.get("worker") == worker and row.get("outcome") == "failed" \
+                    and not row.get("_reported"):
+                return row
+        return None
+
     def _worker(self, worker: str, ts, **fields) -> dict:
         w = self.workers.setdefault(worker, {"worker": worker, "state": "ready", "last_seen": None, "shard": None})
         if ts is not None:
-            if w["last_seen"] is not None and ts < w["last_seen"]:
-                return w  # older line from another file: do not roll the state back
-            w["last_seen"] = ts
+            if w["last_seen"] is not None and ts < w["last_seen"] - 1.0 and w.get("source") != self.source_now:
+                return w  # an older line from another file: do not roll the state back
+            w["last_seen"] = max(ts, w["last_seen"] or ts)
+        w["source"] = self.source_now
         w.update(fields)
         return w
 
@@ -252,6 +265,9 @@ class Timeline:
     def finish(self) -> Evidence:
         now = self.last_ts if self.last_ts is not None else 0.0
         state = "failed" if self.fatal else ("succeeded" if self.shutdown else "running")
+        for info in self.stages.values():
+            if state == "succeeded" and info.end_ts is None:
+                info.end_ts = now
         ev = Evidence(job=self.job, source=self.source, now=now, state=state)
         ev.stages = sorted(self.stages.values(), key=lambda s: s.index)
         status = pd.DataFrame(self.status) if self.status else None
@@ -270,9 +286,7 @@ class Timeline:
         ev.config = {"all_dead_ts": self.all_dead} if self.all_dead else {}
         if self.bad:
             ev.warnings.append(f"skipped {self.bad} unparseable lines")
-        if self.spam:
-            ev.warnings.append(f"{self.spam} pull_task lines (log spam; progress lines may be missing from a "
-                               "line-limited log window)")
+        ev.warnings += self.notes
         return ev
 
     def _open_tail_attempts(self, ev: Evidence) -> None:
