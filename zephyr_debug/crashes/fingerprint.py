@@ -12,11 +12,17 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from zephyr_debug.crashes.normalize import EXCEPTION_LINE, Normalizer, rules
 
-# `  File "p", line 3, in f` (traceback) and `  File "p", line 3 in f` (faulthandler).
-FRAME = re.compile(r'^\s*File "([^"]*)", line \d+,? in (.+?)\s*$')
+# `  File "p", line 3, in f` (traceback) and `  File "p", line 3 in f` (faulthandler), plus the
+# source line under it when there is one.
+FRAME = re.compile(r'^[ \t]*File "([^"]*)", line \d+,? in ([^\n]*?)[ \t]*$')
+FRAMES = re.compile(r'File "([^"]*)", line \d+,? in ([^\n]*)\n(?:[ \t]++(?!File ")([^\n]*)\n)?')
+# One traceback: its indented frame lines, then the exception line.
+BLOCK = re.compile(r"Traceback \(most recent call last\):\n((?:[ \t][^\n]*\n)*)([^\n]*)")
+CHAINED = ("\nThe above exception was the direct cause", "\nDuring handling of the above exception")
 GROUP_PREFIX = re.compile(r"^\s*[|+] ?")
 GROUP_SEPARATOR = re.compile(r"^\s*\+-")
 SITE = re.compile(r"/(?:site|dist)-packages/(.*)$")
@@ -33,8 +39,16 @@ class Frame:
     in_app: bool
 
 
-@dataclass(frozen=True)
-class Signature:
+class Stack(NamedTuple):
+    key: tuple[str, ...]  # the innermost in-app frames that name the crash site
+    context: str | None  # the source line of the innermost one
+    shown: tuple[str, ...]  # the frames shown to people
+
+
+EMPTY = Stack((), None, ())
+
+
+class Signature(NamedTuple):
     fingerprint: str
     kind: str  # task | infra | oom | segv | exit
     exception: str  # root-cause exception type (or signal)
@@ -52,26 +66,51 @@ class Fingerprinter:
         self.depth = int(settings["frames"])
         self.context_line = bool(settings["context_line"])
         self.module_depth = int(settings["module_depth"])
+        self.library_path = re.compile(settings["library_path"])
         self.signals: dict[str, str] = config["signals"]
         self.in_app_rules = [(re.compile(rf"^{re.escape(pkg)}(?:\.|$)"), True) for pkg in in_app]
         self.in_app_rules += [(re.compile(r["module"]), bool(r["in_app"])) for r in config.get("in_app", [])]
         self.norm = Normalizer(config["masks"])
         self._frames: dict[str, Frame | None] = {}
-        self._hashes: dict[tuple, str] = {}
+        self._signatures: dict[tuple, Signature] = {}
+        self._regions: dict[tuple, Stack] = {}
 
     # -- frames ------------------------------------------------------------------------
-    def frame(self, line: str) -> Frame | None:
-        frame = self._frames.get(line)
-        if frame is None and line not in self._frames:
-            match = FRAME.match(line)
-            if match:
-                module, origin = self.module(match.group(1))
-                in_app = next((flag for regex, flag in self.in_app_rules if regex.search(module)), origin == "app")
-                frame = Frame(f"{module}:{match.group(2)}", in_app)
+    def frame(self, path: str, function: str) -> Frame:
+        key = (path, function)
+        frame = self._frames.get(key)
+        if frame is None:
+            module, origin = self.module(path)
+            in_app = next((flag for regex, flag in self.in_app_rules if regex.search(module)), origin == "app")
+            frame = Frame(f"{module}:{function}", in_app)
             if len(self._frames) > 500_000:
                 self._frames.clear()
-            self._frames[line] = frame
+            self._frames[key] = frame
         return frame
+
+    def frames(self, region: str) -> list[tuple[Frame, str | None]]:
+        """(frame, source line) of every `File` line in `region`, in print order."""
+        return [(self.frame(path, function.rstrip()), context or None)
+                for path, function, context in FRAMES.findall(region)]
+
+    def stack(self, region: str, innermost_first: bool = False) -> Stack:
+        """The grouping view of a frame region. Memoized: one code path prints the same frame
+        lines in every crash it causes; only messages and values change."""
+        key = (region, innermost_first)
+        stack = self._regions.get(key)
+        if stack is None:
+            frames = self.frames(region)
+            stack = self._stack(frames if innermost_first else frames[::-1])
+            if len(self._regions) > 100_000:
+                self._regions.clear()
+            self._regions[key] = stack
+        return stack
+
+    def _stack(self, innermost_first: list) -> Stack:
+        chosen = _chosen(innermost_first, self.depth)
+        context = chosen[0][1] if chosen and self.context_line else None
+        return Stack(tuple(f.name for f, _ in chosen), context,
+                     tuple(f.name for f, _ in _chosen(innermost_first, MAX_SHOWN_FRAMES)))
 
     def module(self, path: str) -> tuple[str, str]:
         """(dotted module, origin) of a frame's file: origin is stdlib | library | app."""
@@ -79,6 +118,8 @@ class Fingerprinter:
             return path.strip("<>"), "stdlib" if path.startswith("<frozen") else "app"
         if m := SITE.search(path):
             return _dotted(m.group(1)), "library"
+        if self.library_path.search(path):
+            return _dotted(path.rsplit(".", 1)[0]), "library"
         if m := STDLIB.search(path):
             return _dotted(m.group(1)), "stdlib"
         parts = [p for p in self.norm.text(path).split("/") if p and not p.startswith("<")]
@@ -86,96 +127,89 @@ class Fingerprinter:
 
     # -- signature ---------------------------------------------------------------------
     def signature(self, text: str, kind: str | None = None, stage: str | None = None) -> Signature:
-        if not text.strip():
+        if not text or text.isspace():
             text, kind = "worker lost", kind or "infra"
         if text.startswith(FATAL) or "(most recent call first):" in text:
             return self._fault(text)
-        blocks, group = self._blocks(text)
-        root = blocks[0] if blocks else ([], *_exception(text.lstrip().split("\n", 1)[0]))
-        frames, exc_type, message = root
-        if group and len(blocks) > 1:
-            exc_type = f"{exc_type}[{','.join(sorted({b[1] for b in blocks[1:]}))}]"
-            if not any(f.in_app for f, _ in frames):
-                frames = [f for b in blocks[1:] for f in b[0]] or frames
+        if "Exception Group Traceback" in text:
+            return self._group(text, kind)
+        blocks = _root_and_wrapper(text)
+        if blocks:
+            stack = self.stack(blocks[0].group(1))
+            exc_type, message = _exception(blocks[0].group(2))
+        else:
+            stack, (exc_type, message) = EMPTY, _exception(text.lstrip().split("\n", 1)[0])
+        wrapper = None
+        if len(blocks) > 1:
+            wrapper_type, wrapper_message = _exception(blocks[-1].group(2))
+            wrapper = f"{wrapper_type}: {self.norm.message(wrapper_message)}"
+        return self._finish(exc_type, message, stack, wrapper, kind, stage)
+
+    def _finish(self, exc_type: str, message: str, stack: Stack, wrapper: str | None, kind: str | None,
+                stage: str | None) -> Signature:
         template = self.norm.message(message)
         kind = _kind(exc_type, message, kind)
         exc_type = exc_type or LOST_TYPE.get(kind, "")
-        wrapper = None
-        if len(blocks) > 1 and not group:
-            wrapper = f"{blocks[-1][1]}: {self.norm.message(blocks[-1][2])}"
         if kind == "oom":
             return self._make(kind, exc_type, template, (), wrapper, ("oom", stage or ""))
-        chosen = _chosen(frames[::-1], self.depth)
-        context = chosen[0][1] if chosen and self.context_line else None
-        shown = tuple(f.name for f, _ in _chosen(frames[::-1], MAX_SHOWN_FRAMES))
-        key = (kind, exc_type, template, context, *(f.name for f, _ in chosen))
-        return self._make(kind, exc_type, template, shown, wrapper, key)
+        key = (kind, exc_type, template, stack.context, *stack.key)
+        return self._make(kind, exc_type, template, stack.shown, wrapper, key)
+
+    def _group(self, text: str, kind: str | None) -> Signature:
+        """An exception group: its type with its leaves' types, its own frames (else the leaves')."""
+        blocks = self._group_blocks(text)
+        if not blocks:
+            return self._finish("ExceptionGroup", "", EMPTY, None, kind, None)
+        frames, exc_type, message = blocks[0]
+        if len(blocks) > 1:
+            exc_type = f"{exc_type}[{','.join(sorted({b[1] for b in blocks[1:]}))}]"
+            if not any(f.in_app for f, _ in frames):
+                frames = [f for b in blocks[1:] for f in b[0]] or frames
+        return self._finish(exc_type, message, self._stack(frames[::-1]), None, kind, None)
 
     def _fault(self, text: str) -> Signature:
         """A faulthandler dump: the signal plus the crashing thread's innermost in-app frames."""
-        fatal, threads = "", []  # [(is the crashing thread, frames)]
-        for line in text.splitlines():
-            if line.startswith(FATAL):
-                fatal = fatal or line[len(FATAL):].strip()
-            elif line.startswith(("Current thread", "Thread 0x", "Stack (")):
-                threads.append((line.startswith(("Current", "Stack")), []))
-            elif threads and 'File "' in line and (frame := self.frame(line)) is not None:
-                threads[-1][1].append((frame, None))
-        frames = next((f for current, f in threads if current), threads[0][1] if threads else [])
+        fatal = text[len(FATAL):text.find("\n")].strip() if text.startswith(FATAL) else ""
+        start = next((i for i in map(text.find, ("Current thread ", "Stack (most recent", "Thread 0x")) if i >= 0), -1)
+        end = text.find("\n\n", start)
+        stack = self.stack(text[start:] if end < 0 else text[start:end + 1], True) if start >= 0 else EMPTY
         signal = self.signals.get(fatal, fatal or "fatal error")
-        chosen = _chosen(frames, self.depth)
-        shown = tuple(f.name for f, _ in _chosen(frames, MAX_SHOWN_FRAMES))
         template = self.norm.message(f"Fatal Python error: {fatal}" if fatal else "faulthandler dump")
-        return self._make("segv", signal, template, shown, None, ("segv", signal, *(f.name for f, _ in chosen)))
+        return self._make("segv", signal, template, stack.shown, None, ("segv", signal, *stack.key))
 
     def _make(self, kind: str, exc_type: str, template: str, frames: tuple, wrapper: str | None,
               key: tuple) -> Signature:
-        digest = self._hashes.get(key)
-        if digest is None:
+        memo = (key, exc_type, frames, wrapper)
+        sig = self._signatures.get(memo)
+        if sig is None:
             digest = hashlib.blake2b("\x1f".join(map(str, key)).encode(), digest_size=8).hexdigest()
-            if len(self._hashes) > 500_000:
-                self._hashes.clear()
-            self._hashes[key] = digest
-        return Signature(digest, kind, exc_type, template, frames, wrapper)
+            if len(self._signatures) > 200_000:
+                self._signatures.clear()
+            sig = self._signatures[memo] = Signature(digest, kind, exc_type, template, frames, wrapper)
+        return sig
 
-    def _blocks(self, text: str) -> tuple[list, bool]:
-        """[(frames [(Frame, context line)], exception type, message)] per exception, in print
-        order (the root cause first), and whether it is an exception group."""
-        group = "Exception Group Traceback" in text
-        blocks: list = []
-        frames: list | None = None
-        want_context = False
-        for line in text.splitlines():
-            if group:
-                if GROUP_SEPARATOR.match(line):
-                    continue
-                line = GROUP_PREFIX.sub("", line, count=1)
-            if not line:
-                continue
-            if line[0] in " \t":
-                if frames is None:
-                    continue
-                if want_context:
-                    want_context = False
-                    stripped = line.strip()
-                    if not stripped.startswith('File "'):
-                        if stripped.strip("^~ ") and frames:
-                            frames[-1] = (frames[-1][0], stripped)
-                        continue
-                frame = self.frame(line)
-                if frame is not None:
-                    frames.append((frame, None))
-                    want_context = True
-                continue
-            want_context = False
-            if line.startswith(("Traceback (", "Exception Group Traceback (")):
-                frames = []
-            elif frames is not None:
-                blocks.append((frames, *_exception(line)))
-                frames = None
-            elif group and blocks and EXCEPTION_LINE.match(line):
-                blocks.append(([], *_exception(line)))
-        return blocks, group
+    def _group_blocks(self, text: str) -> list:
+        """An exception group, unboxed (`  | ` prefixes removed): its own block then its leaves'."""
+        lines = [GROUP_PREFIX.sub("", line, count=1) for line in text.splitlines() if not GROUP_SEPARATOR.match(line)]
+        flat = "\n".join(line.replace("Exception Group Traceback", "Traceback", 1) for line in lines) + "\n"
+        blocks = [(self.frames(m.group(1)), *_exception(m.group(2))) for m in BLOCK.finditer(flat)]
+        leaves = {b[1] for b in blocks}
+        for line in lines:  # leaves raised without a traceback of their own
+            match = EXCEPTION_LINE.match(line)
+            if match and blocks and match.group(1) not in leaves and match.group(2) is not None:
+                blocks.append(([], match.group(1), match.group(2)))
+        return blocks
+
+
+def _root_and_wrapper(text: str) -> list[re.Match]:
+    """The first traceback (the root cause) and, for a chain, the last one (the wrapper)."""
+    first = BLOCK.search(text)
+    if first is None:
+        return []
+    if not any(marker in text for marker in CHAINED):
+        return [first]
+    last = BLOCK.search(text, text.rfind("\nTraceback (most recent call last):") + 1)
+    return [first, last] if last is not None and last.start() != first.start() else [first]
 
 
 def _dotted(path: str) -> str:

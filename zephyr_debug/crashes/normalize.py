@@ -22,6 +22,7 @@ class Mask:
     regex: re.Pattern
     token: str
     scope: str  # text | message
+    needs: tuple[str, ...]  # run only when the text holds one of these
 
 
 @cache
@@ -29,7 +30,8 @@ def rules(path: Path = RULES_FILE) -> dict:
     """The parsed rules file (masks compiled)."""
     try:
         data = tomllib.loads(path.read_text())
-        data["masks"] = [Mask(m["name"], re.compile(m["regex"]), m["token"], m["scope"]) for m in data.pop("mask")]
+        data["masks"] = [Mask(m["name"], re.compile(m["regex"]), m["token"], m["scope"], tuple(m["needs"]))
+                         for m in data.pop("mask")]
     except (OSError, ValueError, KeyError, re.error) as exc:
         raise ZdebugError(f"{path}: bad crash rules ({exc})") from None
     return data
@@ -40,23 +42,19 @@ class Normalizer:
 
     def __init__(self, masks: list[Mask] | None = None, cache_size: int = 200_000):
         masks = rules()["masks"] if masks is None else masks
-        self.text_masks = [(m.regex, m.token) for m in masks if m.scope == "text"]
-        self.message_masks = [(m.regex, m.token) for m in masks if m.scope == "message"]
+        self.text_masks = [(m.regex, m.token, m.needs) for m in masks if m.scope == "text"]
+        self.message_masks = [(m.regex, m.token, m.needs) for m in masks if m.scope == "message"]
         self._messages: dict[str, str] = {}
         self._cache_size = cache_size
 
     def text(self, line: str) -> str:
-        for regex, token in self.text_masks:
-            line = regex.sub(token, line)
-        return line
+        return _apply(self.text_masks, line)
 
     def message(self, message: str) -> str:
         """Template of an exception message: text masks, then quoted values and numbers."""
         template = self._messages.get(message)
         if template is None:
-            template = self.text(message)
-            for regex, token in self.message_masks:
-                template = regex.sub(token, template)
+            template = _apply(self.message_masks, self.text(message))
             if len(self._messages) >= self._cache_size:
                 self._messages.clear()
             self._messages[message] = template
@@ -72,3 +70,12 @@ class Normalizer:
             else:
                 out.append(self.text(line))
         return "\n".join(out)
+
+
+def _apply(masks: list[tuple], text: str) -> str:
+    for regex, token, needs in masks:
+        for need in needs:
+            if need in text:
+                text = regex.sub(token, text)
+                break
+    return text

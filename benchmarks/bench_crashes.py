@@ -1,0 +1,143 @@
+"""Crash grouping on the labeled corpus (tests/data/crashes/): pairwise precision/recall and the
+number of groups vs exact-text hashing, the seed regex and Drain3; fingerprint throughput vs
+Drain3 on the same crashes. Run: `python -m benchmarks crashes`."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from zephyr_debug.crashes import inputs
+from zephyr_debug.crashes.fingerprint import Fingerprinter
+from zephyr_debug.crashes.parse import Stats
+from zephyr_debug.model import Crash
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "crashes"
+PRECISION_TARGET, RECALL_TARGET = 0.99, 0.95
+THROUGHPUT_TARGET = 100_000  # tracebacks/s on the fingerprint path
+ADDR, PATH = re.compile(r"0x[0-9a-fA-F]+"), re.compile(r"/[^\s\"',:)]+")
+
+
+def load_corpus(root: Path = CORPUS) -> tuple[list[Crash], list[str]]:
+    """The corpus' crashes, as `zdebug crashes` finds them, with their true bug ids."""
+    labels = json.loads((root / "labels.json").read_text())
+    stats = Stats()
+    crashes = list(inputs.directory(root / "files", stats))
+    for log in sorted((root / "logs").glob("*.log")):
+        crashes += inputs.stream(str(log), stats)
+    truth = []
+    for crash in crashes:
+        key = str(Path(crash.location).relative_to(root)) if crash.line is None else \
+            f"{Path(crash.source).relative_to(root)}:{crash.line}"
+        truth.append(labels.get(key, f"<unlabeled {key}>"))
+    return crashes, truth
+
+
+def pairwise(groups: list, truth: list[str]) -> dict:
+    """Pairwise precision (pairs grouped together that are one bug) and recall (pairs of one bug
+    grouped together), from contingency counts."""
+    def pairs(counts) -> int:
+        return sum(n * (n - 1) // 2 for n in counts)
+
+    both = pairs(Counter(zip(groups, truth)).values())
+    same_group, same_bug = pairs(Counter(groups).values()), pairs(Counter(truth).values())
+    return {"precision": both / same_group if same_group else 1.0, "recall": both / same_bug if same_bug else 1.0,
+            "groups": len(set(groups)), "bugs": len(set(truth))}
+
+
+def ours(crashes: list[Crash], fp: Fingerprinter | None = None) -> list[str]:
+    fp = fp or Fingerprinter()
+    return [fp.signature(c.text, c.kind, c.stage).fingerprint for c in crashes]
+
+
+def exact(crashes: list[Crash]) -> list[str]:
+    return [c.text for c in crashes]
+
+
+def seed_regex(crashes: list[Crash]) -> list[str]:
+    """The seed's idea: 0x… -> <addr>, every /… path -> <path>."""
+    return [PATH.sub("<path>", ADDR.sub("<addr>", c.text)) for c in crashes]
+
+
+def drain3(crashes: list[Crash]) -> list[str] | None:
+    """Drain3's template miner, default config, one crash report per message."""
+    try:
+        from drain3 import TemplateMiner
+        from drain3.template_miner_config import TemplateMinerConfig
+    except ImportError:
+        return None
+    miner = TemplateMiner(config=TemplateMinerConfig())
+    return [str(miner.add_log_message(c.text.replace("\n", " "))["cluster_id"]) for c in crashes]
+
+
+def variants(crashes: list[Crash], n: int, seed: int = 0) -> list[Crash]:
+    """`n` crashes drawn from the corpus with fresh values (temp dirs, shard ids, addresses,
+    numbers), so the fingerprint path cannot lean on exact repeats."""
+    rng = random.Random(seed)
+    tmp_dirs = [f"/tmp/tmp{rng.getrandbits(40):010x}" for _ in range(64)]
+    out = []
+    for i in range(n):
+        c = crashes[i % len(crashes)]
+        text = re.sub(r"/tmp/[^/\s\"']+", rng.choice(tmp_dirs), c.text)
+        text = re.sub(r"\b(shard |row |at line )\d+", lambda m: m.group(1) + str(rng.randint(0, 99_999)), text)
+        text = ADDR.sub(lambda m: hex(rng.getrandbits(48)), text)
+        out.append(Crash(text=text, source=c.source, kind=c.kind, stage=c.stage))
+    return out
+
+
+def throughput(fn: Callable[[list[Crash]], object], crashes: list[Crash]) -> float:
+    """Crashes per CPU second of this process (CPU time, not wall time: the machine is shared)."""
+    start = time.process_time()
+    fn(crashes)
+    return len(crashes) / (time.process_time() - start)
+
+
+def quality() -> dict:
+    crashes, truth = load_corpus()
+    results = {"ours": pairwise(ours(crashes), truth), "exact": pairwise(exact(crashes), truth),
+               "seed_regex": pairwise(seed_regex(crashes), truth)}
+    drained = drain3(crashes)
+    if drained is not None:
+        results["drain3"] = pairwise(drained, truth)
+    return {"crashes": len(crashes), **results}
+
+
+def _row(value, unit, baseline, baseline_value, target, meets, higher_is_better=True) -> dict:
+    ratio = (value / baseline_value if higher_is_better else baseline_value / value) if baseline_value else None
+    return {"value": round(value, 4), "unit": unit, "baseline": baseline,
+            "baseline_value": None if baseline_value is None else round(baseline_value, 4),
+            "ratio": None if ratio is None else round(ratio, 2), "target": target, "meets": meets}
+
+
+def run(quick: bool = False) -> dict:
+    q = quality()
+    ours_q, drain_q = q["ours"], q.get("drain3")
+    crashes, _ = load_corpus()
+    stream = variants(crashes, 20_000 if quick else 200_000)
+    fp_rate = throughput(lambda cs: ours(cs), stream)
+    drain_rate = throughput(drain3, stream[:5_000]) if drain_q else None
+    base = drain_q or q["seed_regex"]
+    base_name = "drain3" if drain_q else "seed regex"
+    return {
+        "crashes_precision": _row(ours_q["precision"], "pairwise", base_name, base["precision"],
+                                  f">= {PRECISION_TARGET}", ours_q["precision"] >= PRECISION_TARGET),
+        "crashes_recall": _row(ours_q["recall"], "pairwise", base_name, base["recall"], f">= {RECALL_TARGET}",
+                               ours_q["recall"] >= RECALL_TARGET),
+        "crashes_groups_vs_exact": _row(ours_q["groups"], f"groups ({ours_q['bugs']} true bugs)", "exact-text hash",
+                                        q["exact"]["groups"], "fewer", ours_q["groups"] < q["exact"]["groups"],
+                                        higher_is_better=False),
+        "crashes_groups_vs_seed_regex": _row(ours_q["groups"], f"groups ({ours_q['bugs']} true bugs)", "seed regex",
+                                             q["seed_regex"]["groups"], "fewer",
+                                             ours_q["groups"] < q["seed_regex"]["groups"], higher_is_better=False),
+        "crashes_fingerprint_throughput": _row(fp_rate, "tracebacks/s", "drain3" if drain_rate else None, drain_rate,
+                                               f">= {THROUGHPUT_TARGET}", fp_rate >= THROUGHPUT_TARGET),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps({"quality": quality(), "benchmarks": run(quick=True)}, indent=1))
