@@ -1,0 +1,61 @@
+"""`zdebug report <job> [-o report.html]`: the findings, shard timeline, tail, memory and crash
+groups of a job in one self-contained HTML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from zephyr_debug.analyze import stragglers
+from zephyr_debug.commands.common import JOB, JSON, load_evidence
+from zephyr_debug.crashes.cluster import cluster
+from zephyr_debug.crashes.fingerprint import Fingerprinter
+from zephyr_debug.crashes.inputs import job as job_crashes
+from zephyr_debug.crashes.parse import Stats
+from zephyr_debug.errors import ZdebugError
+from zephyr_debug.model import Evidence, safe_name
+from zephyr_debug.render.output import console, print_json
+from zephyr_debug.render.report import Limits, render
+
+
+def analyses(ev: Evidence) -> dict:
+    """What the report shows besides the evidence: the stragglers analyzer's findings (with
+    its tail episodes) and the crash groups."""
+    findings = stragglers.analyze(ev)
+    groups = [g.to_dict() for g in cluster(job_crashes(ev, Stats()), Fingerprinter())]
+    return {"findings": findings, "groups": groups}
+
+
+def default_path(ev: Evidence) -> Path:
+    """`<job dir>/report.html`, else `zdebug-report-<job>.html` here."""
+    source = Path(ev.source)
+    return source / "report.html" if source.is_dir() else Path(f"zdebug-report-{safe_name(ev.job)}.html")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def report(
+        job: str = JOB,
+        output: Path = typer.Option(None, "--output", "-o", help="HTML file to write "
+                                    "(default: <job dir>/report.html, else ./zdebug-report-<job>.html)."),
+        top: int = typer.Option(Limits.top_workers, "--top", min=1, help="Workers in the memory/disk charts."),
+        as_json: bool = JSON,
+    ) -> None:
+        """Write a self-contained HTML report (opens offline): shard timeline per stage, progress with
+        tail episodes, worker memory/disk, crash groups and the findings with their next commands."""
+        ev = load_evidence(job, as_json)
+        parts = analyses(ev)
+        text = render(ev, **parts, limits=Limits(top_workers=top))
+        path = output or default_path(ev)
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise ZdebugError(f"{path}: cannot write ({exc.strerror})") from None
+        summary = {"job": ev.job, "report": str(path), "bytes": len(text.encode()),
+                   "findings": len(parts["findings"]["findings"]),
+                   "crash_groups": len(parts["groups"])}
+        if as_json:
+            print_json(summary)
+        else:
+            console().print(f"wrote {summary['bytes'] / 2**20:.1f} MB report: {path}", soft_wrap=True)
