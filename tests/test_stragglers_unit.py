@@ -73,10 +73,12 @@ def test_no_elapsed_verdict_before_enough_peers_finished():
 
 def test_flag_needs_both_multiplier_and_quantile():
     rows = stage_of(20) + [done("s0", 20, "w1", 0, 170.0), done("s0", 21, "w2", 0, 140.0)]
-    report = analyze(make(rows))
-    assert [f["shard"] for f in report["findings"]] == [20]
-    # a looser multiplier alone flags the 1.4x shard too; a high quantile still keeps the two
+    assert [f["shard"] for f in analyze(make(rows))["findings"]] == [20]  # 1.4x is under the multiplier
     assert {f["shard"] for f in analyze(make(rows), Thresholds(multiplier=1.3))["findings"]} == {20, 21}
+    # A bimodal stage: a third of the shards take 2x; above 1.5x the median but not above p75.
+    bimodal = stage_of(14) + [done("s0", 14 + i, f"w{i % 4}", 0, 200.0) for i in range(8)]
+    assert analyze(make(bimodal))["findings"] == []
+    assert len(analyze(make(bimodal), Thresholds(quantile=0.5))["findings"]) == 8
 
 
 def test_several_stages_are_judged_against_their_own_peers():

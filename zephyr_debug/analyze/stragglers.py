@@ -37,7 +37,7 @@ class Thresholds:
     """The knobs (the CLI flags of `zdebug stragglers`)."""
 
     multiplier: float = 1.5  # elapsed > multiplier x median of finished peers (Flink: 1.5)
-    quantile: float = 0.9  # ... and > this quantile of finished peers
+    quantile: float = 0.75  # ... and > this quantile of finished peers
     min_finished: float = 0.75  # judge elapsed only once this share of the stage finished (Spark: 0.75)
     min_excess_heartbeats: float = 4.0  # ... and elapsed - median >= this many heartbeat intervals
     stuck_heartbeats: int = 8  # items unchanged for this many heartbeat intervals = stuck
@@ -265,7 +265,8 @@ def _finding(ev: Evidence, r, hb: float, th: Thresholds) -> dict:
     ev_lines: list[str] = []
     if r.slow:
         ev_lines.append(f"elapsed {r.elapsed_s:.1f}s = {r.ratio_to_median:.1f}x the median {r.median_s:.1f}s of "
-                        f"{int(r.peers)} finished peer(s) (p90 {r.p90_s:.1f}s, p99 {r.p99_s:.1f}s)")
+                        f"{int(r.peers)} finished peer(s), above their p{th.quantile * 100:g} {r.q_s:.1f}s "
+                        f"(p90 {r.p90_s:.1f}s, p99 {r.p99_s:.1f}s)")
     task_max = int(ev.config.get("max_task_failures") or MAX_SHARD_FAILURES)
     infra_max = int(ev.config.get("max_infra_failures") or MAX_SHARD_INFRA_FAILURES)
     crash_next = f"zdebug crashes {job} --shard {shard} --dedupe"
