@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from zephyr_debug.analyze.stragglers import Thresholds, analyze
-from zephyr_debug.commands.common import JOB, JSON, load_evidence
+from zephyr_debug.commands.common import JOB_OR_PROMETHEUS, JSON, PROMETHEUS, RUN, job_target, load_evidence
 from zephyr_debug.render import stragglers as view
 from zephyr_debug.render.output import print_json
 
@@ -15,7 +15,9 @@ D = Thresholds()
 def register(app: typer.Typer) -> None:
     @app.command()
     def stragglers(
-        job: str = JOB,
+        job: str = JOB_OR_PROMETHEUS,
+        prometheus: str = PROMETHEUS,
+        run: str = RUN,
         multiplier: float = typer.Option(D.multiplier, min=1.0, help="Slow = elapsed above this x the median of "
                                          "finished peers (Flink's rule) ..."),
         quantile: float = typer.Option(D.quantile, min=0.0, max=1.0, help="... and above this quantile of them."),
@@ -38,5 +40,5 @@ def register(app: typer.Typer) -> None:
         th = Thresholds(multiplier=multiplier, quantile=quantile, min_finished=min_finished,
                         min_excess_heartbeats=min_excess, stuck_heartbeats=stuck_heartbeats, skew_items=skew_items,
                         normal_rate=normal_rate, memory_near=memory_near)
-        report = analyze(load_evidence(job, as_json), th)
+        report = analyze(load_evidence(job_target(job, prometheus, run), as_json), th)
         print_json(report) if as_json else view.render(report)

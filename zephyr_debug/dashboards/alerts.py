@@ -65,7 +65,7 @@ RULES = [
         "severity": "critical",
         "summary": "Zephyr run {{ $labels.run }}: shard {{ $labels.shard }} of {{ $labels.stage }} "
                    "failed {{ $value }} times",
-        "next": NEXT.replace("{command}", "crashes") + " --dedupe",
+        "next": NEXT.replace("{command}", "stragglers"),  # crash-loop cause, attempts vs limits
     },
 ]
 NAMES = [rule["alert"] for rule in RULES]

@@ -45,6 +45,7 @@ class JobConfig:
     respawn: bool = True  # restart SIGKILLed workers under the same id
     respawn_delay_s: float = 1.0
     deadline_s: float | None = 600.0  # then the job is stopped and marked interrupted
+    linger_s: float = 0.0  # keep serving /status and /metrics this long after the end (scrapers see it)
     root: Path | None = None  # jobs root; default $ZDEBUG_HOME/jobs
     host: str = LOOPBACK
     port: int = 0
@@ -210,6 +211,7 @@ class Job:
         self.events.write("job_end", state=self.state, fatal_error=status.fatal_error,
                           completed=status.completed, total=status.total, stage=status.stage)
         if self.server:
+            time.sleep(self.config.linger_s)
             self.server.close()
         self.events.close()
 
