@@ -1,6 +1,6 @@
 """One loader over every kind of evidence: `load(target) -> Evidence`.
 
-`target` is a live coordinator URL, a run in Prometheus (`prometheus+URL?run=ID`), a job
+`target` is a live coordinator URL, an Iris job (`iris://HOST:PORT/<job-id>`), a run in Prometheus (`prometheus+URL?run=ID`), a job
 dir, an execution id (or unique prefix, or `latest`) in the job store, or a file / directory of other evidence. Content decides the
 format: each entry of `FILE_LOADERS` sniffs a path and returns Evidence or None.
 """
@@ -14,7 +14,7 @@ from zephyr_debug import jobstore
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import Evidence
 from zephyr_debug.sources import evidencedir
-from zephyr_debug.sources import jobdir, live, prometheus
+from zephyr_debug.sources import iris, jobdir, live, prometheus
 
 # Loaders for evidence that is not a job dir (real Zephyr/Iris output, ...): tried in order.
 FILE_LOADERS: list[Callable[[Path], Evidence | None]] = [evidencedir.load]
@@ -23,6 +23,8 @@ FILE_LOADERS: list[Callable[[Path], Evidence | None]] = [evidencedir.load]
 def load(target: str) -> Evidence:
     if prometheus.is_target(target):  # prometheus+http://HOST:9090?run=EXEC_ID
         return prometheus.load(target)
+    if iris.is_target(target):  # iris://HOST:PORT/<job-id>: a live Iris cluster
+        return iris.load(target)
     if target.startswith(("http://", "https://")):
         return live.load(target)
     path = Path(target)
