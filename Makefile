@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= test
+EXTRAS ?= test,iris
 
 .PHONY: install demo test bench clean dashboards observe
 
