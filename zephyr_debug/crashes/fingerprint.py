@@ -43,6 +43,7 @@ class Stack(NamedTuple):
     key: tuple[str, ...]  # the innermost in-app frames that name the crash site
     context: str | None  # the source line of the innermost one
     shown: tuple[str, ...]  # the frames shown to people
+    in_app: bool = False  # whether those are in-app frames (else library ones)
 
 
 EMPTY = Stack((), None, ())
@@ -110,7 +111,8 @@ class Fingerprinter:
         chosen = _chosen(innermost_first, self.depth)
         context = chosen[0][1] if chosen and self.context_line else None
         return Stack(tuple(f.name for f, _ in chosen), context,
-                     tuple(f.name for f, _ in _chosen(innermost_first, MAX_SHOWN_FRAMES)))
+                     tuple(f.name for f, _ in _chosen(innermost_first, MAX_SHOWN_FRAMES)),
+                     any(f.in_app for f, _ in chosen))
 
     def module(self, path: str) -> tuple[str, str]:
         """(dotted module, origin) of a frame's file: origin is stdlib | library | app."""
@@ -137,6 +139,8 @@ class Fingerprinter:
         if blocks:
             stack = self.stack(blocks[0].group(1))
             exc_type, message = _exception(blocks[0].group(2))
+            if not stack.in_app and len(blocks) > 1:  # a library's own chain: the code that called it
+                stack = next((st for m in BLOCK.finditer(text) if (st := self.stack(m.group(1))).in_app), stack)
         else:
             stack, (exc_type, message) = EMPTY, _exception(text.lstrip().split("\n", 1)[0])
         wrapper = None
