@@ -46,7 +46,7 @@ def load(path: Path) -> Evidence | None:
     for _, table in parts["tasks"]:
         ev.workers = _merge_workers(ev.workers, table)
     for _, values in parts["counters"]:
-        ev.counters.update(values)
+        ev.counters = {**values, **ev.counters}  # a log's final counters are newer than a snapshot
     return ev
 
 
