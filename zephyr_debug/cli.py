@@ -16,7 +16,7 @@ from zephyr_debug.errors import ZdebugError
 from zephyr_debug.render.output import _CONTROL
 
 # Subcommand modules; each has `register(app)`.
-COMMANDS = ["demo", "jobs", "status", "profile", "dump", "crashes", "stragglers", "workers", "watch", "playbook", "report", "diagnose"]
+COMMANDS = ["demo", "jobs", "status", "profile", "dump", "crashes", "stragglers", "workers", "watch", "playbook", "report", "diagnose", "observe"]
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
                   help="Diagnose stuck, slow and crashing Zephyr pipelines: what is wrong, and what to run next.")

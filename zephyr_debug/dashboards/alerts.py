@@ -25,6 +25,9 @@ class Thresholds:
 
 
 PRODUCTION = Thresholds()
+# `zdebug observe`: the demo compresses time (heartbeat 0.5 s), so do its alerts.
+DEMO = Thresholds(interval="1s", stall_s=20, stall_for="5s", seen_s=30, tail_for="15s", dead_for="5s",
+                  crash_loop_failures=2)
 # The next command, reading this Prometheus (`$externalURL`) for the alert's run.
 NEXT = "zdebug {command} 'prometheus+{{ $externalURL }}?run={{ $labels.run }}'"
 

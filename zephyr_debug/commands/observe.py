@@ -1,0 +1,69 @@
+"""`zdebug observe`: a local Prometheus (with the alert rules) scraping a demo coordinator."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import typer
+
+from zephyr_debug import jobstore
+from zephyr_debug.commands.common import JSON
+from zephyr_debug.commands.demo import DEFAULT_FAULTS
+from zephyr_debug.dashboards import alerts, grafana
+from zephyr_debug.dashboards.local import LocalPrometheus
+from zephyr_debug.reference import CoordinatorConfig, Job, JobConfig, default_stages, parse_fault
+from zephyr_debug.render.output import clean, console, print_json
+from zephyr_debug.sources import prometheus
+
+SCRAPE = "1s"
+DEMO_COORDINATOR = CoordinatorConfig(heartbeat_interval=0.5, heartbeat_timeout=5.0, status_interval=1.0,
+                                     no_workers_timeout=10.0)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def observe(
+        fault: list[str] = typer.Option(None, "--fault", "-f", help="KIND:TARGET[:OPTIONS], repeatable "
+                                        "(as in `zdebug demo`). Default: the demo's mixed set."),
+        workers: int = typer.Option(4, min=1, help="Worker processes."),
+        shards: int = typer.Option(16, min=1, help="Shards in the first stage."),
+        rows: int = typer.Option(20_000, min=10, help="Rows per shard."),
+        port: int = typer.Option(9090, min=0, max=65535, help="Prometheus port on 127.0.0.1 (0: any free port)."),
+        workdir: Path = typer.Option(None, help="Prometheus config and TSDB (default $ZDEBUG_HOME/prometheus)."),
+        keep: bool = typer.Option(True, help="Keep Prometheus up after the job ends, until Ctrl-C."),
+        as_json: bool = JSON,
+    ) -> None:
+        """Run the demo pipeline while a local Prometheus scrapes it every second, with the alert
+        rules at demo-sized thresholds: look at live metrics and alerts in the Prometheus UI."""
+        specs = fault or DEFAULT_FAULTS
+        config = JobConfig(workers=workers, stages=default_stages(shards, rows), faults=[parse_fault(s) for s in specs],
+                           coordinator=DEMO_COORDINATOR, linger_s=3.0)
+        home = workdir or jobstore.jobs_root().parent / "prometheus"
+        con = console()
+
+        def say(text: str) -> None:
+            con.print(text, soft_wrap=True)  # URLs stay on one line, copyable
+
+        with LocalPrometheus(home, scrape_interval=SCRAPE, thresholds=alerts.DEMO, port=port or None) as prom:
+            job = Job(config).start()
+            prom.add_target(job.url)
+            info = {"prometheus": prom.url, "coordinator": job.url, "job": job.execution_id, "dir": str(job.job_dir),
+                    "faults": specs, "zdebug": prometheus.target(prom.url, job.execution_id)}
+            if not as_json:
+                say(f"[bold]Prometheus[/] {prom.url}/graph  (alerts: {prom.url}/alerts, data in {clean(home)})")
+                say(f"[bold]coordinator[/] {job.url}/metrics  running {job.execution_id} with {clean(', '.join(specs))}")
+                say(f"Grafana: provision dashboards/ ({grafana.UID}.json) against {prom.url}")
+                say(f"then: zdebug status '{info['zdebug']}'  (or stragglers, workers, report)")
+            result = job.wait()
+            info["state"] = result.state
+            if as_json:
+                print_json(info)
+                sys.stdout.flush()  # readable while Prometheus keeps running
+            else:
+                say(f"job {result.execution_id} ended: {result.state}")
+            if keep:
+                if not as_json:
+                    say("Prometheus keeps running with the data; Ctrl-C to stop.")
+                threading.Event().wait()
