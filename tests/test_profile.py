@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import base64
 import json
-import linecache
 import os
 import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jsonschema
 import pytest
+from typer.testing import CliRunner
 
+from zephyr_debug.cli import app
+from zephyr_debug.errors import ZdebugError
 from zephyr_debug.profile import pyspy, speedscope
+from zephyr_debug.profile.target import resolve
 from zephyr_debug.reference import Job, JobConfig, StageSpec, parse_fault, shardwork
 from zephyr_debug.sources.live import fetch
 
@@ -29,10 +31,10 @@ pytestmark = pytest.mark.slow
 
 
 def start_job(root: Path, runner: str, faults: list[str], shards: int) -> Job:
-    """A live job: shard 0 burns CPU, the others sleep per chunk (I/O pacing)."""
-    work = {"rows": 2000, "chunk_rows": 200, "chunk_seconds": 0.1}
+    """A live job: shard 0 burns CPU, the others sleep per chunk (I/O pacing). Tests abort it."""
+    work = {"rows": 2000, "chunk_rows": 200, "chunk_seconds": 0.5}  # I/O-bound even on a loaded machine
     config = JobConfig(workers=3, runner=runner, stages=[StageSpec("Map", shards, work)], coordinator=FAST,
-                       faults=[parse_fault(f) for f in faults], root=root, deadline_s=90)
+                       faults=[parse_fault(f) for f in faults], root=root, deadline_s=600)
     job = Job(config).start()
     threading.Thread(target=job.wait, daemon=True).start()
     return job
@@ -57,17 +59,22 @@ def stop(job: Job) -> None:
 
 @pytest.fixture(scope="module")
 def inline_job(jobs_root):
-    """Inline runner: shard 0 CPU-bound (slow-shard x40), shard 1 hangs, the rest I/O-paced."""
-    job = start_job(jobs_root, "inline", ["slow-shard:0:x40", "hang:1"], shards=40)
+    """Inline runner: shard 0 CPU-bound for minutes (slow-shard x400), shard 1 hangs, the rest I/O-paced."""
+    job = start_job(jobs_root, "inline", ["slow-shard:0:x400", "hang:1"], shards=400)
     held = holders(job, {0, 1})
     yield job, held
     stop(job)
 
 
+def cli_json(*args: str) -> dict:
+    """`zdebug ARGS --json` run in-process (no interpreter start-up on a loaded machine)."""
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, (result.exception, result.output)
+    return json.loads(result.stdout)
+
+
 def profile(job: Job, worker: str, *extra: str) -> dict:
-    proc = zdebug("profile", worker, "--job", str(job.job_dir), "--duration", "3", "--json", *extra)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return cli_json("profile", worker, "--job", str(job.job_dir), "--duration", "3", *extra)
 
 
 def sleep_line() -> int:
@@ -76,26 +83,49 @@ def sleep_line() -> int:
     return next(i for i, line in enumerate(lines, 1) if "time.sleep(pace" in line)
 
 
-def test_cpu_and_io_workers_get_different_verdicts(inline_job):
+@pytest.fixture(scope="module")
+def profiles(inline_job):
+    """3 s profiles of the CPU-bound and of an I/O-bound worker."""
     job, held = inline_job
-    with ThreadPoolExecutor(2) as pool:
-        cpu, io = pool.map(lambda w: profile(job, w), [held[0], held[-1]])
+    return profile(job, held[0]), profile(job, held[-1])
+
+
+def test_cpu_and_io_workers_get_different_verdicts(inline_job, profiles):
+    job, held = inline_job
+    cpu, io = profiles
     assert cpu["verdict"] == "user", cpu["shares"]
     assert cpu["hot_frame"]["function"] in ("_score_record", "_expensive_records")
     assert cpu["hot_frame"]["file"].endswith("shardwork.py")
     assert io["verdict"] == "waiting", io["shares"]
     assert io["waiting_at"]["function"] == "run_shard" and io["waiting_at"]["line"] == sleep_line()
     assert cpu["shares"]["user"] > io["shares"]["user"] and io["shares"]["waiting"] > cpu["shares"]["waiting"]
-    # the heartbeat thread waits nearly all the time: left out of the shares
-    assert any(t["parked"] and "heartbeat" in t["thread"] for t in io["threads"])
+    # the heartbeat thread runs no in-app code: left out of the shares
     for out in (cpu, io):
-        assert out["target"]["worker"] in (held[0], held[-1])
-        path = Path(out["file"])
-        assert path.parent == job.job_dir / "profiles"
-        jsonschema.validate(json.loads(path.read_text()), SCHEMA)
-    # summarize on the written file gives the same verdict
-    again = json.loads(zdebug("profile", "summarize", cpu["file"], "--json").stdout)
+        assert [t["in_verdict"] for t in out["threads"] if "heartbeat" in t["thread"]] == [False]
+    assert [cpu["target"]["worker"], io["target"]["worker"]] == [held[0], held[-1]]
+    for out in (cpu, io):
+        assert Path(out["file"]).parent == job.job_dir / "profiles"
+        jsonschema.validate(json.loads(Path(out["file"]).read_text()), SCHEMA)
+
+
+def test_summarize_a_file_and_an_iris_reply(profiles, tmp_path):
+    cpu, _ = profiles
+    again = cli_json("profile", "summarize", cpu["file"])
     assert again["verdict"] == cpu["verdict"] and again["hot_frame"]["where"] == cpu["hot_frame"]["where"]
+    reply = tmp_path / "iris.json"
+    reply.write_text(json.dumps({"profile_data": base64.b64encode(Path(cpu["file"]).read_bytes()).decode(),
+                                 "error": ""}))
+    got = cli_json("profile", "summarize", str(reply), "-o", str(tmp_path / "d.json"))
+    assert got["verdict"] == cpu["verdict"] and got["samples"] == cpu["samples"]
+    jsonschema.validate(json.loads((tmp_path / "d.json").read_text()), SCHEMA)
+    (tmp_path / "err.json").write_text(json.dumps({"profile_data": "", "error": "py-spy not found"}))
+    assert_one_line_error(zdebug("profile", "summarize", str(tmp_path / "err.json")), "py-spy not found")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ZdebugError, match="not JSON"):
+        speedscope.load(tmp_path / "bad.json")
+    (tmp_path / "other.json").write_text('{"traceEvents": []}')
+    with pytest.raises(ZdebugError, match="not a speedscope file"):
+        speedscope.load(tmp_path / "other.json")
 
 
 def test_gil_share_of_the_cpu_worker(inline_job, tmp_path):
@@ -108,20 +138,21 @@ def test_gil_share_of_the_cpu_worker(inline_job, tmp_path):
 
 def test_dump_of_a_hung_worker_shows_the_waiting_frame(inline_job):
     job, held = inline_job
-    proc = zdebug("dump", held[1], "--job", str(job.job_dir), "--json")
-    assert proc.returncode == 0, proc.stderr
-    threads = json.loads(proc.stdout)["threads"]
+    while fetch(job.url, "/workers")[held[1]].get("items", 0) < 1000:  # the hang fires half-way
+        time.sleep(0.2)
+    time.sleep(0.5)
+    threads = cli_json("dump", held[1], "--job", str(job.job_dir))["threads"]
     main = next(t for t in threads if t["name"] == "MainThread")
     assert main["state"] == "waiting" and "_wait_for_remote" in main["in_app_frame"]
     assert main["sits_in"].startswith("threading.py:") and "wait" in main["sits_in"]
     assert [f["function"] for f in main["frames"] if f["in_app"]][:2] == ["_wait_for_remote", "_midway_faults"]
-    text = zdebug("dump", held[1], "--job", str(job.job_dir)).stdout
+    text = CliRunner().invoke(app, ["dump", held[1], "--job", str(job.job_dir)]).stdout
     assert "sits in: threading.py" in text and "shardwork.py" in text and "_wait_for_remote" in text
 
 
 def test_straggler_is_the_longest_running_shard(inline_job):
     job, held = inline_job
-    out = json.loads(zdebug("dump", "--straggler", str(job.job_dir), "--json").stdout)
+    out = cli_json("dump", "--straggler", str(job.job_dir))
     assert out["shard"] in (0, 1) and out["worker"] == held[out["shard"]]
     assert out["pid"] == fetch(job.url, "/workers")[out["worker"]]["pid"]
 
@@ -136,30 +167,21 @@ def test_raw_pyspy_output_needs_the_fix_to_validate(inline_job, tmp_path):
     jsonschema.validate(speedscope.fix(raw), SCHEMA)
 
 
-def test_iris_reply_and_bad_files(inline_job, tmp_path):
-    job, held = inline_job
-    out = profile(job, held[0], "-o", str(tmp_path / "p.json"))
-    reply = tmp_path / "iris.json"
-    reply.write_text(json.dumps({"profile_data": base64.b64encode((tmp_path / "p.json").read_bytes()).decode(),
-                                 "error": ""}))
-    got = json.loads(zdebug("profile", "summarize", str(reply), "-o", str(tmp_path / "d.json"), "--json").stdout)
-    assert got["verdict"] == out["verdict"] and got["samples"] == out["samples"]
-    jsonschema.validate(json.loads((tmp_path / "d.json").read_text()), SCHEMA)
-    (tmp_path / "err.json").write_text(json.dumps({"profile_data": "", "error": "py-spy not found"}))
-    assert_one_line_error(zdebug("profile", "summarize", str(tmp_path / "err.json")), "py-spy not found")
-    (tmp_path / "bad.json").write_text("{not json")
-    assert_one_line_error(zdebug("profile", "summarize", str(tmp_path / "bad.json")), "not JSON")
-
-
 def test_subprocess_runner_profiles_the_shard_child(jobs_root):
-    job = start_job(jobs_root, "subprocess", ["slow-shard:0:x40"], shards=6)
+    job = start_job(jobs_root, "subprocess", ["slow-shard:0:x400"], shards=6)
     try:
         worker = holders(job, {0})[0]
-        time.sleep(1.0)  # let the child import pandas and reach the shard work
+        pid = fetch(job.url, "/workers")[worker]["pid"]
+        deadline = time.time() + 60  # the child first imports pandas: wait until it hashes records
+        while not any(f["name"] == "_expensive_records" for t in pyspy.dump(pid, subprocesses=True)
+                      for f in t["frames"]):
+            assert time.time() < deadline, "the shard child never reached _expensive_records"
+            time.sleep(0.5)
         out = profile(job, worker)
         assert out["subprocesses"] is True
-        children = [t for t in out["threads"] if t["thread"].startswith("Process ") and not t["parked"]]
-        assert children and out["verdict"] == "user", out["shares"]
+        pids = {t["thread"].split()[1] for t in out["threads"] if t["in_verdict"]}
+        assert pids and str(out["target"]["pid"]) not in pids  # the verdict is about the shard child
+        assert out["verdict"] == "user", out["shares"]
         assert out["hot_frame"]["function"] in ("_score_record", "_expensive_records")
         jsonschema.validate(json.loads(Path(out["file"]).read_text()), SCHEMA)
     finally:
@@ -168,24 +190,25 @@ def test_subprocess_runner_profiles_the_shard_child(jobs_root):
 
 # -- one-line errors ------------------------------------------------------------------------------
 
-def test_errors_are_one_line(tmp_path):
+def test_errors_are_one_line(tmp_path, monkeypatch):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     assert_one_line_error(zdebug("profile", str(gone.pid), "--duration", "1"), f"pid {gone.pid}: no such process")
-    short = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(4)"])
-    proc = zdebug("profile", str(short.pid), "--duration", "10", "-o", str(tmp_path / "p.json"))
-    assert_one_line_error(proc, f"pid {short.pid}: process exited during sampling")
+    short = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"])
+    with pytest.raises(ZdebugError, match=f"pid {short.pid}: process exited during sampling"):
+        pyspy.record(short.pid, tmp_path / "p.json", duration_s=6)
     short.wait()
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
-        assert_one_line_error(zdebug("dump", str(sleeper.pid)), "not a Python process")
+        with pytest.raises(ZdebugError, match="not a Python process"):
+            pyspy.dump(sleeper.pid)
     finally:
         sleeper.kill()
-    env = {**os.environ, "ZDEBUG_PYSPY": str(tmp_path / "no-py-spy")}
-    proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "dump", str(os.getpid())], env=env,
-                          capture_output=True, text=True)
-    assert_one_line_error(proc, "py-spy missing")
-    assert_one_line_error(zdebug("profile", "some-worker"), "needs --job")
+    with pytest.raises(ZdebugError, match="needs --job"):
+        resolve("some-worker")
+    monkeypatch.setenv("ZDEBUG_PYSPY", str(tmp_path / "no-py-spy"))
+    with pytest.raises(ZdebugError, match="py-spy missing"):
+        pyspy.dump(os.getpid())
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")

@@ -1,8 +1,9 @@
 """The verdict on a profile: user code vs libraries vs idle/waiting, hot frames, GIL share.
 
 Each sample is attributed to its innermost frame: `waiting` when that frame blocks (rules in
-`rules.json`), else `user` when it is in-app, else `library`. Threads that wait nearly all the
-time (heartbeat loops, pools) are "parked" and left out of the shares, unless every thread is.
+`rules.json`), else `user` when it is in-app, else `library`. The shares cover the threads that
+ran in-app code in the window (background threads such as heartbeat loops are left out); with
+none, the threads that were not "parked" (waiting nearly all the time); with none, all threads.
 """
 
 from __future__ import annotations
@@ -94,8 +95,11 @@ def summarize(doc: dict, *, rules: dict | None = None, duration_s: float | None 
     app = deep[frames.loc[deep["frame"], "in_app"].to_numpy()].groupby("sample")["frame"].last()
     samples["app_frame"] = samples["sample"].map(app)
     threads = _threads(samples, frames, rules["parked_share"])
-    parked = {t["thread"] for t in threads if t["parked"]}
-    active = samples[~samples["thread"].isin(parked)] if len(parked) < len(threads) else samples
+    focus = ([t["thread"] for t in threads if t["in_app"]] or [t["thread"] for t in threads if not t["parked"]]
+             or [t["thread"] for t in threads])
+    for t in threads:
+        t["in_verdict"] = t["thread"] in focus
+    active = samples[samples["thread"].isin(focus)]
     total = active["weight"].sum()
     shares = {c: round(float(active.loc[active["category"] == c, "weight"].sum() / total), 4) for c in CATEGORIES}
     verdict = _verdict(shares, rules["verdict"]["margin"])
@@ -119,13 +123,18 @@ def _threads(samples: pd.DataFrame, frames: pd.DataFrame, parked_share: float) -
         sits = group.groupby("leaf")["weight"].sum().idxmax()
         rows.append({"thread": thread, "samples": len(group), "seconds": round(float(seconds), 3),
                      "waiting_share": round(float(waiting), 4), "parked": bool(waiting >= parked_share),
-                     "sits_in": frames.at[sits, "where"]})
+                     "in_app": bool(group["app_frame"].notna().any()), "sits_in": frames.at[sits, "where"]})
     return rows
 
 
 def _verdict(shares: dict[str, float], margin: float) -> str:
-    ranked = sorted(shares, key=shares.get, reverse=True)
-    return "mixed" if shares[ranked[0]] - shares[ranked[1]] < margin else ranked[0]
+    """On CPU (user + library) vs waiting first; then user vs library. Close calls read `mixed`."""
+    cpu = shares["user"] + shares["library"]
+    if abs(cpu - shares["waiting"]) < margin:
+        return "mixed"
+    if shares["waiting"] > cpu:
+        return "waiting"
+    return "user" if shares["user"] >= shares["library"] else "library"
 
 
 def _gil_share(samples: pd.DataFrame, duration_s: float | None) -> float | None:

@@ -34,10 +34,11 @@ def render_summary(s: dict) -> None:
     for key, label in (("hot_frame", "hottest in-app frame (on CPU)"), ("waiting_at", "waits mostly at")):
         if s.get(key):
             con.print(f"  {label}: [bold]{clean(s[key]['where'])}[/] ({_pct(s[key]['share'])})")
-    parked = [t for t in s["threads"] if t["parked"]]
-    if parked and len(parked) < len(s["threads"]):
-        con.print("  left out, parked (waiting nearly all the time): " + "; ".join(
-            f"{clean(t['thread'])} in {clean(t['sits_in'])}" for t in parked))
+    left_out = [t for t in s["threads"] if not t["in_verdict"]]
+    if left_out:
+        con.print("  left out (no in-app code, or parked): " + "; ".join(
+            f"{clean(t['thread'])} {_pct(t['waiting_share'])} waiting, mostly in {clean(t['sits_in'])}"
+            for t in left_out))
     if s["top_self"]:
         for key, title in (("top_self", "top self (innermost frame)"), ("top_total", "top total (anywhere on the stack)")):
             con.print(f"[bold]{title}[/]")
