@@ -215,7 +215,8 @@ class Coordinator:
             worker.shard, worker.last_seen = None, time.time()
             self.completed += 1
             self.progress_time = worker.last_seen
-            record.attempts[-1].update(end=worker.last_seen, outcome="done", items=items, bytes=bytes)
+            record.attempts[-1].update(end=worker.last_seen, outcome="done", items=items, bytes=bytes,
+                                       elapsed=elapsed_s)  # as the worker measured it
             self.counters["zephyr/item_count"] += items
             self.counters["zephyr/bytes_processed"] += bytes
             for name, value in (counters or {}).items():

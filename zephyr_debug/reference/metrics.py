@@ -157,7 +157,7 @@ class CoordinatorCollector:
                 if progress.get("shard", s["index"]) != s["index"]:
                     progress = {}  # the worker's last heartbeat is about an earlier shard
                 families["start"].add_metric(labels, a["start"])
-                families["elapsed"].add_metric(labels, (a["end"] or now) - a["start"])
+                families["elapsed"].add_metric(labels, a.get("elapsed") or (a["end"] or now) - a["start"])
                 families["done"].add_metric(labels, float(a["outcome"] == "done"))
                 families["items"].add_metric(labels, progress.get("items") or 0)
                 families["bytes"].add_metric(labels, progress.get("bytes") or 0)
