@@ -21,6 +21,9 @@ OUTLIER_Z = 3.5  # modified z-score (Iglewicz & Hoaglin)
 def normalize(workers: pd.DataFrame) -> pd.DataFrame:
     """The resource columns under our names, as numbers (some sources send strings)."""
     out = workers.copy()
+    for col in ("state", "last_seen_ago"):
+        if col not in out:
+            out[col] = None
     for name, spellings in SPELLINGS.items():
         value = pd.Series(np.nan, index=out.index, dtype=float)
         for col, scale in spellings:
@@ -50,10 +53,9 @@ def rank(ev: Evidence, sort: str = "memory", limit: int | None = None) -> dict:
         return {"job": ev.job, "sort": sort, "workers": [], "outliers": 0}
     w["alive"] = w["state"].isin(ALIVE_STATES)
     held, done = _shards(ev)
-    w["shards_held"] = w["worker"].map(held)
-    w["shards_held"] = [v if isinstance(v, list) else [] for v in w["shards_held"]]
-    now_held = pd.to_numeric(w.get("shard"), errors="coerce")
-    w["shards_held"] = [sorted(set(h) | ({int(s)} if s == s else set())) for h, s in zip(w["shards_held"], now_held)]
+    now_held = pd.to_numeric(w["shard"], errors="coerce") if "shard" in w else pd.Series(np.nan, index=w.index)
+    w["shards_held"] = [sorted(set(h if isinstance(h, list) else []) | ({int(s)} if s == s else set()))
+                        for h, s in zip(w["worker"].map(held), now_held)]
     w["shards_done"] = w["worker"].map(done).fillna(0).astype(int)
     metrics = [*SORT_KEYS["memory"], "disk_mb", "cpu"]
     z = pd.DataFrame({m: robust_z(w[m]) for m in metrics})

@@ -1,0 +1,112 @@
+"""`zdebug watch` / `stragglers` / `workers` / `status` against a LIVE reference coordinator."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import sys
+import threading
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FAST, fast_stages
+from zephyr_debug.cli import app
+from zephyr_debug.reference import Job, JobConfig, parse_fault
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """A running job whose shard 1 hangs forever; yields (job, env) once shard 1 is the only one left."""
+    root = tmp_path_factory.mktemp("watch-home") / "jobs"
+    config = JobConfig(workers=2, runner="inline", stages=fast_stages(6, 4000, stages=1), coordinator=FAST,
+                       faults=[parse_fault("hang:1")], root=root, deadline_s=150)
+    job = Job(config).start()
+    waiter = threading.Thread(target=job.wait, daemon=True)
+    waiter.start()
+    env = {**os.environ, "ZDEBUG_HOME": str(root.parent), "COLUMNS": "160"}
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and job.coordinator.get_status().completed < 5:
+            time.sleep(0.2)
+        time.sleep(3)  # shard 1 sits at its hang for well over 8 heartbeats
+        yield job, env
+    finally:
+        job.stop()
+        waiter.join(60)
+
+
+def zdebug(env, *args) -> str:
+    """The CLI in-process (typer's runner): same code path as the console script, minus the start-up."""
+    result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_live_stragglers_status_and_workers(live):
+    job, env = live
+    report = json.loads(zdebug(env, "stragglers", job.url, "--json"))
+    [f] = report["findings"]
+    assert (f["shard"], f["cause"]) == (1, "stuck")
+    assert f["next"] == f"zdebug dump {f['worker']} --job {job.execution_id}"
+    assert report["tail"] and report["tail"][-1]["ongoing"] and 1 in report["tail"][-1]["shards"]
+    status = json.loads(zdebug(env, "status", job.url, "--json"))
+    assert "shard 1 of stage0-Map is stuck" in status["diagnosis"] and f["next"] in status["next"]
+    assert status["stragglers"][0]["shard"] == 1
+    workers = json.loads(zdebug(env, "workers", job.url, "--json", "--sort", "cpu"))["workers"]
+    holder = next(w for w in workers if w["worker"] == f["worker"])
+    assert holder["shards_held"] == [1] and holder["state"] == "active"
+
+
+def test_watch_once_json_snapshot(live):
+    job, env = live
+    snap = json.loads(zdebug(env, "watch", job.url, "--once", "--json"))
+    assert snap["job"] == job.execution_id and snap["status"]["state"] == "running"
+    assert [f["shard"] for f in snap["stragglers"]["findings"]] == [1]
+    assert len(snap["workers"]["workers"]) == 2
+    screen = zdebug(env, "watch", job.url, "--once")
+    assert job.execution_id in screen and "stuck" in screen and "stragglers" in screen
+
+
+def test_watch_refreshes_on_a_terminal_and_quits_on_ctrl_c(live):
+    job, env = live
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: zdebug watch on a real terminal
+        os.execve(sys.executable, [sys.executable, "-m", "zephyr_debug.cli", "watch", job.url, "--interval", "0.5"],
+                  env)
+    screen = b""
+    deadline = time.time() + 40
+    while time.time() < deadline and screen.count(job.execution_id.encode()) < 2:  # first frame + a refresh
+        if select.select([fd], [], [], 0.5)[0]:
+            try:
+                screen += os.read(fd, 65536)
+            except OSError:
+                break
+    os.kill(pid, signal.SIGINT)
+    deadline = time.time() + 20
+    status = None
+    while time.time() < deadline:
+        if select.select([fd], [], [], 0.2)[0]:
+            try:
+                screen += os.read(fd, 65536)
+            except OSError:
+                pass
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("zdebug watch did not exit on Ctrl-C")
+    os.close(fd)
+    text = screen.decode(errors="replace")
+    assert text.count(job.execution_id) >= 2, text[-2000:]
+    assert "\x1b[" in text  # rich drew on the terminal
+    assert os.waitstatus_to_exitcode(status) == 0 and "Traceback" not in text
+    assert "stopped watching" in text
