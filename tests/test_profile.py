@@ -153,7 +153,8 @@ def test_dump_of_a_hung_worker_shows_the_waiting_frame(inline_job):
 def test_straggler_is_the_longest_running_shard(inline_job):
     job, held = inline_job
     out = cli_json("dump", "--straggler", str(job.job_dir))
-    assert out["shard"] in (0, 1) and out["worker"] == held[out["shard"]]
+    assert out["shard"] in (0, 1) and out["worker"] == held[out["shard"]] and out["why"]
+    assert out["shard_elapsed_s"] > 0 and f"shard {out['shard']} running" in out["target"]
     assert out["pid"] == fetch(job.url, "/workers")[out["worker"]]["pid"]
 
 

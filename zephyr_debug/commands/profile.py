@@ -42,7 +42,8 @@ def with_subprocesses(target: Target, flag: bool | None) -> bool:
 
 
 def target_info(target: Target) -> dict:
-    return {"pid": target.pid, "worker": target.worker, "shard": target.shard, "shard_elapsed_s": target.elapsed_s}
+    return {"pid": target.pid, "worker": target.worker, "shard": target.shard, "shard_elapsed_s": target.elapsed_s,
+            "why": target.why}
 
 
 def _default_output(target: Target) -> Path:

@@ -1,5 +1,6 @@
 """What to profile: a pid, a worker of a live job (pid from the coordinator's /workers), or
-the worker holding a job's longest-running in-flight shard (the straggler)."""
+the worker holding a job's worst straggler: the first in-flight shard of `zdebug stragglers`'
+findings on a live worker, else the longest-running in-flight shard."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zephyr_debug import jobstore
+from zephyr_debug.analyze import stragglers
 from zephyr_debug.errors import ZdebugError
+from zephyr_debug.model import ALIVE_STATES
 from zephyr_debug.sources import live, load
 
 
@@ -20,10 +23,14 @@ class Target:
     runner: str | None = None  # inline | subprocess: the shard runs in a child with the latter
     shard: int | None = None
     elapsed_s: float | None = None  # how long that shard has been running
+    why: str | None = None  # why this worker was chosen (--straggler)
 
     @property
     def label(self) -> str:
-        return f"worker {self.worker} (pid {self.pid})" if self.worker else f"pid {self.pid}"
+        if not self.worker:
+            return f"pid {self.pid}"
+        why = f", {self.why}: shard {self.shard} running {self.elapsed_s:.1f}s" if self.why else ""
+        return f"worker {self.worker} (pid {self.pid}{why})"
 
 
 def resolve(target: str | None, job: str | None = None, straggler: str | None = None) -> Target:
@@ -66,13 +73,20 @@ def _worker(url: str, worker: str, job_dir: Path | None, runner: str | None, **e
 
 
 def _straggler(job: str) -> Target:
-    """The worker holding the in-flight attempt that has run longest."""
     ev = load(job)
     running = ev.attempts[ev.attempts["outcome"] == "running"]
     if ev.state != "running" or running.empty:
         raise ZdebugError(f"{job}: no shard in flight (job state {ev.state}); nothing to profile")
-    now = ev.now or time.time()
-    worst = running.assign(age=now - running["start_ts"].astype(float)).sort_values("age").iloc[-1]
+    alive = set(ev.workers.loc[ev.workers["state"].isin(ALIVE_STATES), "worker"])
+    running = running.assign(age=(ev.now or time.time()) - running["start_ts"].astype(float))
+    running = running[running["worker"].isin(alive)].sort_values("age", ascending=False)
+    if running.empty:
+        raise ZdebugError(f"{job}: no live worker holds an in-flight shard; see `zdebug stragglers {job}`")
+    held = {(r.stage, int(r.shard)): r for r in running.itertuples()}
+    flagged = [(f, held[(f["stage"], f["shard"])]) for f in stragglers.analyze(ev)["findings"]
+               if (f["stage"], f["shard"]) in held]
+    finding, row = flagged[0] if flagged else (None, next(running.itertuples()))
+    why = f"straggler ({finding['cause']})" if finding else "longest-running in-flight shard"
     url, job_dir, runner = _job_info(job)
-    return _worker(url, str(worst["worker"]), job_dir, runner, shard=int(worst["shard"]),
-                   elapsed_s=round(float(worst["age"]), 2))
+    return _worker(url, str(row.worker), job_dir, runner, shard=int(row.shard), elapsed_s=round(float(row.age), 2),
+                   why=why)
