@@ -4,7 +4,7 @@ zdebug does the stitching a user does by hand with the Iris CLI: the job and its
 their tasks (resource usage from each task's own worker: the controller's list-tasks lacks it),
 the Zephyr coordinator endpoint, the job's logs (children included) and the coordinator's
 `get_status` / `get_counters`. What it fetched is written, in the formats Iris prints, to
-`$ZDEBUG_HOME/iris/<controller>/<job>/` and read back by `evidencedir`: the live view and an
+`$ZDEBUG_HOME/iris/<controller>/<job>/<snapshot>/` and read back by `evidencedir`: the live view and an
 offline re-run (`zdebug crashes .zdebug/iris/…`) go through the same parsers.
 
 Every call uses marin-iris's generated Connect clients (protobuf replies, kept as the JSON
@@ -21,6 +21,8 @@ import json
 import logging
 import pickle
 import re
+import shutil
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ SCHEME = "iris://"
 RPC_TIMEOUT_MS = 10_000
 ACTOR_TIMEOUT_S = 60.0
 MAX_LOG_LINES = 100_000  # newest lines kept (Iris `job logs --tail`)
+KEEP_SNAPSHOTS = 3
 COORDINATOR_RE = re.compile(r"-p(\d+)-coord-\d+$")
 WORKER_TASK_RE = re.compile(r"-workers(?:-a\d+)?/\d+$")  # a task of a Zephyr worker group job
 ATTEMPT_RE = re.compile(r"-p(\d+)-a(\d+)/")
@@ -307,11 +310,13 @@ def _try(fn, *args):
 
 
 def save(got: Fetched, root: Path) -> Path:
-    """The fetched evidence as files `evidencedir` reads (one dir per job, replaced each fetch)."""
-    out = root / safe_name(got.url.split("://", 1)[-1]) / safe_name(got.job.strip("/"))
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.iterdir():
-        old.unlink()
+    """The fetched evidence as files `evidencedir` reads: one new snapshot dir per fetch (so
+    concurrent readers never see a half-written one), the newest `KEEP_SNAPSHOTS` kept."""
+    job_dir = root / safe_name(got.url.split("://", 1)[-1]) / safe_name(got.job.strip("/"))
+    job_dir.mkdir(parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=job_dir))
+    for old in sorted(p for p in job_dir.iterdir() if p.is_dir())[:-KEEP_SNAPSHOTS]:
+        shutil.rmtree(old, ignore_errors=True)
     with open(out / "job.log", "w", encoding="utf-8") as fh:
         for line in _log_lines(got.logs):
             fh.write(line + "\n")

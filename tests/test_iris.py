@@ -1,0 +1,187 @@
+"""zdebug against a REAL local Iris cluster running a REAL Zephyr pipeline.
+
+`iris --config <yaml> cluster start --local` runs the controller, autoscaler and workers in one
+process (tasks are its subprocesses, using this venv); it is stopped by its pid at the end. The
+pipeline (tests/iris_pipeline.py) is submitted through fray's Iris client: shard 4 is slow, shard 2
+raises twice. The commands run as a user would, through the `zdebug` CLI, on `iris://HOST:PORT/<job>`.
+
+The controller refuses top-level jobs from a client build older than 14 days, and this pinned
+marin-iris wheel is older: `submit` pins the client's build date (`iris.version`) to today, in
+the test process only.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import psutil
+import pytest
+
+from zephyr_debug.sources import iris as iris_source
+
+pytestmark = [pytest.mark.slow, pytest.mark.iris]
+
+BIN = Path(sys.executable).parent
+TESTS = Path(__file__).parent
+SLOW_SHARD, CRASH_SHARD = 4, 2
+CLUSTER_YAML = """\
+platform: {local: {}}
+controller: {local: {port: 0}}
+worker_provider: {}
+scale_groups:
+  cpu:
+    num_vms: 1
+    resources: {cpu: 8, ram: 16GB, disk: 20GB, device_type: cpu, device_variant: cpu, capacity_type: on-demand}
+    buffer_slices: 0
+    max_slices: 1
+    slice_template: {num_vms: 1, local: {}}
+"""
+
+
+class PeakRss(threading.Thread):
+    """Peak summed RSS of a process tree, sampled every 0.5 s."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.root, self.peak, self.stop = psutil.Process(pid), 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            try:
+                procs = [self.root, *self.root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                return
+            total = 0
+            for proc in procs:
+                try:
+                    total += proc.memory_info().rss
+                except psutil.NoSuchProcess:
+                    pass
+            self.peak = max(self.peak, total)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("iris-cluster")
+    (root / "cluster.yaml").write_text(CLUSTER_YAML)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # py-spy for profile-task
+    with open(root / "cluster.log", "wb") as log:
+        proc = subprocess.Popen([str(BIN / "iris"), "--config", "cluster.yaml", "cluster", "start", "--local"],
+                                cwd=root, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    rss = PeakRss(proc.pid)
+    rss.start()
+    try:
+        deadline = time.time() + 90
+        while not (found := re.search(r"Controller started at (http://\S+)", (root / "cluster.log").read_text())):
+            assert proc.poll() is None and time.time() < deadline, (root / "cluster.log").read_text()[-2000:]
+            time.sleep(0.5)
+        yield SimpleNamespace(url=found.group(1), root=root, rss=rss, started=time.time())
+    finally:
+        _stop(proc)
+        rss.stop.set()
+        print(f"\niris cluster: peak RSS of the cluster process tree {rss.peak / 2**20:.0f} MiB")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the cluster (it closes its workers), then SIGKILL whatever it started that is left."""
+    try:
+        children = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        children = []
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    for child in children:
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+def submit(url: str, name: str, argv: list[str], env: dict[str, str]) -> str:
+    """A top-level Iris job via fray's Iris client: `python ARGV` with `env`."""
+    import iris.version
+    from fray.iris_backend import FrayIrisClient
+    from fray.types import Entrypoint, EnvironmentConfig, JobRequest, ResourceConfig
+
+    iris.version._CACHED = datetime.date.today().isoformat()  # see the module docstring
+    request = JobRequest(name=name, entrypoint=Entrypoint.from_binary("python", argv),
+                         resources=ResourceConfig(cpu=0.5, ram="1g"),
+                         environment=EnvironmentConfig(workspace=str(TESTS), env_vars=env))
+    return str(FrayIrisClient(url).submit(request).job_id)
+
+
+def zdebug(home: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "zdebug"), *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "ZDEBUG_HOME": str(home), "COLUMNS": "200"})
+
+
+def target(url: str, job: str) -> str:
+    return "iris://" + url.removeprefix("http://") + job
+
+
+def test_live_zephyr_job_on_iris(cluster, tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    job = submit(cluster.url, f"zdebug-test-{os.getpid()}", ["-m", "iris_pipeline"],
+                 {"PYTHONPATH": str(TESTS), "ZDEBUG_TEST_MARKS": str(marks), "ZDEBUG_TEST_SLOW_S": "180"})
+    plain = submit(cluster.url, f"plain-{os.getpid()}", ["-c", "print('no zephyr here')"], {})
+    live = target(cluster.url, job)
+
+    # Until the coordinator is up zdebug says so; then poll until shard 4 is flagged as a straggler.
+    deadline, findings, out = time.time() + 150, [], None
+    while not any(f["shard"] == SLOW_SHARD for f in findings):
+        assert time.time() < deadline, f"no straggler on shard {SLOW_SHARD}: {out and (out.stdout + out.stderr)}"
+        time.sleep(2)
+        out = zdebug(tmp_path, "stragglers", live, "--json")
+        if out.returncode == 0:
+            findings = json.loads(out.stdout)["findings"]
+        else:
+            assert "no Zephyr coordinator" in out.stderr, out.stderr
+    flagged = time.time() - cluster.started
+
+    slow = next(f for f in findings if f["shard"] == SLOW_SHARD)
+    assert slow["stage"] == "stage0-Map" and slow["ratio_to_median"] >= 2, slow
+    assert live in " ".join(slow["next"] if isinstance(slow["next"], list) else [slow["next"]])
+
+    status = json.loads(zdebug(tmp_path, "status", live, "--json").stdout)
+    assert status["state"] == "running" and status["source"] == live
+    assert status["stage"] == "stage0-Map" and status["total"] == 6 and status["in_flight"] >= 1
+    assert any(s["shard"] == SLOW_SHARD for s in status["stragglers"]), status
+
+    crashes = zdebug(tmp_path, "crashes", live, "--dedupe", "--json")
+    groups = json.loads(crashes.stdout)["groups"]
+    assert [(g["count"], g["exception"]) for g in groups] == [(2, "ValueError")], groups
+    assert "schema mismatch" in groups[0]["message"] and groups[0]["shards"] == [CRASH_SHARD]
+    for member in groups[0]["members"]:  # file:line of the worker's error line in the fetched logs
+        file, line = member.rsplit(":", 1)
+        assert f"error on shard {CRASH_SHARD}" in Path(file).read_text().splitlines()[int(line) - 1], member
+
+    workers = json.loads(zdebug(tmp_path, "workers", live, "--json").stdout)["workers"]
+    assert len(workers) == 2 and all(w["worker"].startswith("zephyr-zdebug-test-") for w in workers), workers
+    assert max(w["memory_mb"] or 0 for w in workers) > 50, workers  # from the Iris worker's own list-tasks
+
+    profile = json.loads(iris_source.profile_task(live, 2))
+    frames = {f["name"] for f in profile["shared"]["frames"]}
+    assert "work" in frames, sorted(frames)[:40]  # py-spy saw the user function of the slow shard
+
+    for bad, message in [(target(cluster.url, "/root/no-such-job"), "not found"),
+                         (target(cluster.url, plain), "no Zephyr coordinator"),
+                         ("iris://127.0.0.1:9/root/job", "unreachable")]:
+        out = zdebug(tmp_path, "status", bad)
+        assert out.returncode != 0 and message in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    print(f"\nstraggler flagged {flagged:.0f}s after the cluster came up; peak RSS so far "
+          f"{cluster.rss.peak / 2**20:.0f} MiB")
