@@ -210,7 +210,7 @@ def _root_and_wrapper(text: str) -> list[re.Match]:
     first = BLOCK.search(text)
     if first is None:
         return []
-    if not any(marker in text for marker in CHAINED):
+    if CHAINED[0] not in text and CHAINED[1] not in text:
         return [first]
     last = BLOCK.search(text, text.rfind("\nTraceback (most recent call last):") + 1)
     return [first, last] if last is not None and last.start() != first.start() else [first]
