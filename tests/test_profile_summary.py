@@ -1,0 +1,67 @@
+"""The verdict on speedscope files other tools write (evented profiles), and rules as data."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import jsonschema
+import pytest
+
+from zephyr_debug.profile import speedscope
+from zephyr_debug.profile.summary import default_rules, summarize
+
+SCHEMA = json.loads(speedscope.SCHEMA_PATH.read_text())
+FRAMES = [
+    {"name": "main", "file": "/home/me/pipeline.py", "line": 3, "col": None},
+    {"name": "tokenize", "file": "/home/me/pipeline.py", "line": 10},
+    {"name": "DataFrame.groupby", "file": "/venv/lib/python3.11/site-packages/pandas/core/frame.py", "line": 8},
+    {"name": "Condition.wait", "file": "/usr/lib/python3.11/threading.py", "line": 320},
+]
+
+
+def evented(spans: list[tuple[list[int], float]]) -> dict:
+    """An evented profile: each (stack, seconds) span opens its frames, then closes them."""
+    events, at = [], 0.0
+    for stack, seconds in spans:
+        events += [{"type": "O", "frame": f, "at": at} for f in stack]
+        at += seconds
+        events += [{"type": "C", "frame": f, "at": at} for f in reversed(stack)]
+    return {"$schema": speedscope.SCHEMA_URL, "activeProfileIndex": None, "exporter": "a tracer",
+            "shared": {"frames": copy.deepcopy(FRAMES)},
+            "profiles": [{"type": "evented", "name": "main thread", "unit": "seconds", "startValue": 0,
+                          "endValue": at, "events": events}]}
+
+
+def test_evented_profile_shares_follow_the_spans(tmp_path):
+    spans = [([0, 1], 3.0), ([0, 2], 1.0), ([0, 3], 2.0)]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(evented(spans)))
+    doc = speedscope.load(path)
+    jsonschema.validate(doc, SCHEMA)
+    s = summarize(doc)
+    total = sum(sec for _, sec in spans)
+    assert s["seconds"] == pytest.approx(total)
+    assert s["shares"] == pytest.approx({"user": 3 / total, "library": 1 / total, "waiting": 2 / total}, abs=1e-3)
+    assert s["verdict"] == "user"
+    assert s["hot_frame"]["where"] == "/home/me/pipeline.py:10 tokenize"
+    # the library time is charged to the in-app caller, the wait too
+    assert s["waiting_at"]["function"] == "main"
+    assert {r["function"]: r["share"] for r in s["top_total"]}["main"] == pytest.approx(1.0)
+
+
+def test_in_app_rules_are_data():
+    doc = speedscope.fix(evented([([0, 2], 2.0), ([0, 1], 1.0)]))
+    assert summarize(doc)["verdict"] == "library"
+    rules = copy.deepcopy(default_rules())
+    rules["in_app"]["rules"].insert(0, {"file": "/site-packages/pandas/", "in_app": True})
+    mine = summarize(doc, rules=rules)
+    assert mine["verdict"] == "user" and mine["hot_frame"]["function"] == "DataFrame.groupby"
+
+
+def test_no_samples_is_a_verdict_not_a_crash():
+    doc = speedscope.fix({"$schema": speedscope.SCHEMA_URL, "shared": {"frames": []},
+                          "profiles": [{"type": "sampled", "name": "t", "unit": "seconds", "startValue": 0,
+                                        "endValue": 0, "samples": [], "weights": []}]})
+    jsonschema.validate(doc, SCHEMA)
+    assert summarize(doc)["verdict"] == "no-samples"
