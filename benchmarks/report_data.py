@@ -1,6 +1,13 @@
-"""A generated job of production size (default 5,000 shards x 200 workers) for report tests."""
+"""For `zdebug report` tests and benchmark: a generated job of production size (default 5,000
+shards x 200 workers) and a headless Debian chromium that loads a page with no network."""
 
 from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -8,6 +15,7 @@ import pandas as pd
 from zephyr_debug.model import ATTEMPT_COLUMNS, SAMPLE_COLUMNS, STATUS_COLUMNS, Evidence, StageInfo
 
 T0 = 1_800_000_000.0
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def big_evidence(shards: int = 5_000, workers: int = 200, heartbeat: float = 2.0, status_every: float = 1.0,
@@ -53,3 +61,27 @@ def big_evidence(shards: int = 5_000, workers: int = 200, heartbeat: float = 2.0
     return Evidence(job="big-job", source="<generated>", now=end, state="succeeded",
                     stages=[StageInfo("Map", 0, shards, T0, end)], status=status, attempts=attempts,
                     samples=samples, workers=workers_frame, config={"heartbeat_interval": heartbeat})
+
+
+def chromium(page: Path, workdir: Path, timeout: float = 300) -> tuple[str, str, Path, float]:
+    """Load `page` from file:// in a fresh profile: (DOM after the scripts ran, browser log
+    with console messages, screenshot path, seconds)."""
+    if not Path(CHROMIUM).exists():
+        raise FileNotFoundError("chromium is missing (apt-get install chromium; .ci/run does)")
+    shot = workdir / f"{page.stem}.png"
+    argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            f"--user-data-dir={workdir / (page.stem + '-profile')}", "--enable-logging=stderr", "--v=0",
+            "--window-size=1400,2400", f"--screenshot={shot}", "--dump-dom", page.resolve().as_uri()]
+    t0 = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    seconds = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"chromium exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return proc.stdout, proc.stderr, shot, seconds
+
+
+def draw_ms(dom: str) -> float | None:
+    """The page's own measure of drawing its charts (its footer), None if they were not all drawn."""
+    found = re.search(r'id="render-ms">(\d+) ms', dom)
+    return float(found.group(1)) if found else None

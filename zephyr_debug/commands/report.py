@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
         ev = load_evidence(job, as_json)
         parts = analyses(ev)
         text = render(ev, **parts, limits=Limits(top_workers=top))
-        path = output or default_path(ev)
+        path = (output or default_path(ev)).absolute()
         try:
             path.write_text(text, encoding="utf-8")
         except OSError as exc:

@@ -64,6 +64,7 @@ class Limits:
     sample_points: int = 400  # memory/disk per worker: time bins (max per bin)
     top_workers: int = 10  # memory/disk charts: workers with the highest peak RSS
     labels_per_stage: int = 20  # flagged shards annotated with their id
+    bar_texts: int = 300  # stages with at most this many attempts write the shard id in each bar
     tail_shades: int = 200  # tail episodes shaded
 
 
@@ -131,22 +132,24 @@ def _gantt(ev: Evidence, stage: str, t0: float, flagged: list[dict], limits: Lim
     end = _num(a, "end_ts").fillna(ev.now)
     a = pd.DataFrame({"shard": _num(a, "shard"), "attempt": _num(a, "attempt").fillna(0),
                       "worker": a["worker"].fillna("?").astype(str), "outcome": a["outcome"].fillna("?"),
-                      "start": start - t0, "secs": (end - start).clip(lower=0),
-                      "error": a["error"].fillna("") if "error" in a else ""}).dropna(subset=["start"])
-    done = a["outcome"] == "done"
+                      "start": start - t0, "secs": (end - start).clip(lower=0)}).dropna(subset=["start"])
+    mine = [f for f in flagged if f["stage"] == stage]
+    is_hot = a["shard"].isin([f["shard"] for f in mine])
+    done = (a["outcome"] == "done") & ~is_hot
     if done.sum() > limits.bars_per_stage:
         keep = a[done].nlargest(limits.bars_per_stage, "secs").index
         notes.append(f"{stage}: {int(done.sum()) - len(keep):,} shortest finished attempts not drawn "
                      f"(more than {limits.bars_per_stage:,})")
         a = a[~done | a.index.isin(keep)]
+        is_hot = is_hot[a.index]
     labels, prefix = _short_names(a["worker"].unique())
     order = sorted(labels.values(), key=lambda s: (len(s), s))
     a["y"] = a["worker"].map(labels)
     fig = go.Figure()
+    texts = len(a) <= limits.bar_texts
     for outcome, rows in a.groupby("outcome", sort=False):
-        fig.add_trace(_bars(rows, str(outcome), OUTCOME_COLORS.get(outcome, "#999"), 0.7))
-    mine = [f for f in flagged if f["stage"] == stage]
-    hot = a[a["shard"].isin([f["shard"] for f in mine])]
+        fig.add_trace(_bars(rows, str(outcome), OUTCOME_COLORS.get(outcome, "#999"), 0.7, texts=texts))
+    hot = a[is_hot]
     if len(hot):
         fig.add_trace(_bars(hot, "flagged by stragglers", FLAGGED, 0.9, outline=True))
     for f in sorted(mine, key=lambda f: -(f.get("elapsed_s") or 0))[:limits.labels_per_stage]:
@@ -165,13 +168,16 @@ def _gantt(ev: Evidence, stage: str, t0: float, flagged: list[dict], limits: Lim
     return fig
 
 
-def _bars(rows: pd.DataFrame, name: str, color: str, width: float, outline: bool = False) -> go.Bar:
+def _bars(rows: pd.DataFrame, name: str, color: str, width: float, outline: bool = False,
+          texts: bool = False) -> go.Bar:
     data = np.column_stack([rows["shard"].to_numpy(float), rows["attempt"].to_numpy(float),
                             rows["secs"].round(2).to_numpy(float)])
     # Flagged shards: an outline over their attempts, so the outcome's colour still shows.
     marker = {"color": "rgba(0,0,0,0)", "line": {"color": color, "width": 3}} if outline else {"color": color}
     return go.Bar(orientation="h", name=_e(name), y=rows["y"].tolist(), base=rows["start"].round(3).to_numpy(),
                   x=rows["secs"].round(3).to_numpy(), width=width, marker=marker, customdata=data,
+                  text=rows["shard"].astype(int).astype(str).tolist() if texts else None, textposition="inside",
+                  insidetextanchor="middle", textfont={"size": 10},
                   hovertemplate="shard %{customdata[0]} attempt %{customdata[1]}<br>worker %{y}<br>"
                                 "%{customdata[2]} s<extra>" + _e(name) + "</extra>")
 
