@@ -28,6 +28,10 @@ SUBPROCESSES = typer.Option(None, "--subprocesses/--no-subprocesses",
                             help="Include child processes (default: on for jobs using the subprocess runner).")
 
 
+NOTES = {"gil": "--gil keeps only GIL-holding samples: the waiting share is not measured",
+         "no-idle": "--no-idle: idle threads were not sampled, so the waiting share is a lower bound"}
+
+
 class _RecordByDefault(TyperGroup):
     """Anything that is not a subcommand goes to `record`."""
 
@@ -86,7 +90,8 @@ def register(app: typer.Typer) -> None:
         speedscope.write(doc, rec.path)
         summary = summarize_profile(doc, duration_s=rec.duration_s, gil=gil, source=resolved.label)
         summary.update(file=str(rec.path), target=target_info(resolved), rate=rate, idle=idle,
-                       subprocesses=rec.subprocesses, next=_next_steps(summary, rec.path, resolved.pid))
+                       subprocesses=rec.subprocesses, next=_next_steps(summary, rec.path, resolved.pid),
+                       notes=[NOTES[flag] for flag in ("gil", "no-idle") if {"gil": gil, "no-idle": not idle}[flag]])
         print_json(summary) if as_json else render_summary(summary)
 
     @group.command()

@@ -83,8 +83,8 @@ def summarize(doc: dict, *, rules: dict | None = None, duration_s: float | None 
     out = {"source": source, "samples": len(samples), "seconds": round(float(samples["weight"].sum()), 3),
            "gil_only": gil, "duration_s": duration_s}
     if samples.empty:
-        return {**out, "verdict": "no-samples", "verdict_text": "no samples: the process ran no Python code"
-                " while sampled (record with --idle to see where it waits)", "shares": {}, "threads": [],
+        return {**out, "verdict": "no-samples", "verdict_text": "no samples: no Python thread was sampled"
+                " (with --gil: none held the GIL; with --no-idle: all were idle)", "shares": {}, "threads": [],
                 "gil_share": None, "hot_frame": None, "waiting_at": None, "top_self": [], "top_total": []}
     samples["leaf"] = samples["stack"].str[-1]
     leaf = frames.loc[samples["leaf"]]

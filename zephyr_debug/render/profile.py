@@ -43,6 +43,8 @@ def render_summary(s: dict) -> None:
         for key, title in (("top_self", "top self (innermost frame)"), ("top_total", "top total (anywhere on the stack)")):
             con.print(f"[bold]{title}[/]")
             con.print(_frames(s[key]))
+    for note in s.get("notes", []):
+        con.print(f"  [yellow]note:[/] {clean(note)}")
     for step in s.get("next", []):
         con.print(f"  next: [bold cyan]{clean(step)}[/]")
 
