@@ -126,13 +126,14 @@ def _short_names(workers) -> tuple[dict[str, str], str]:
 
 def _gantt(ev: Evidence, stage: str, t0: float, flagged: list[dict], limits: Limits, notes: list[str]):
     a = ev.attempts[ev.attempts["stage"] == stage]
-    if not len(a):
-        return None
-    start = _num(a, "start_ts")
-    end = _num(a, "end_ts").fillna(ev.now)
+    secs = _num(a, "elapsed_s")
+    start = _num(a, "start_ts").fillna(_num(a, "end_ts") - secs)
+    end = _num(a, "end_ts").fillna(start + secs).fillna(ev.now)
     a = pd.DataFrame({"shard": _num(a, "shard"), "attempt": _num(a, "attempt").fillna(0),
                       "worker": a["worker"].fillna("?").astype(str), "outcome": a["outcome"].fillna("?"),
                       "start": start - t0, "secs": (end - start).clip(lower=0)}).dropna(subset=["start"])
+    if not len(a):
+        return None
     mine = [f for f in flagged if f["stage"] == stage]
     is_hot = a["shard"].isin([f["shard"] for f in mine])
     done = (a["outcome"] == "done") & ~is_hot
