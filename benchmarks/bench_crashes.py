@@ -8,6 +8,9 @@ import json
 import multiprocessing
 import random
 import re
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -111,6 +114,25 @@ def two_core_throughput(crashes: list[Crash]) -> float:
     return len(crashes) / max(half / rates[0], (len(crashes) - half) / rates[1])
 
 
+def scan_log(copies: int, tmp: Path) -> tuple[float, float, float]:
+    """`zdebug crashes LOG --dedupe --json` on the corpus log repeated `copies` times (shard ids
+    changed per copy), in a child: (input MB per CPU second, peak RSS in MB, MB per CPU second of
+    merely iterating the file's lines in Python)."""
+    src = (CORPUS / "logs" / "mixed.log").read_text()
+    log = tmp / f"big-{copies}.log"
+    with open(log, "w") as fh:
+        for i in range(copies):
+            fh.write(src.replace("shard ", f"shard {i}"))
+    script = ("import resource, sys, time; from zephyr_debug import cli; log = sys.argv[1]; sys.argv = ['zdebug', "
+              "'crashes', log, '--dedupe', '--json']; t = time.process_time()\nfor _ in open(log, 'rb'): pass\n"
+              "read = time.process_time() - t; t = time.process_time()\ntry: cli.main()\nexcept SystemExit: pass\n"
+              "print(read, time.process_time() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", script, str(log)], capture_output=True, text=True, check=True)
+    read, cpu, rss_kb = proc.stderr.split()[-3:]
+    mb = log.stat().st_size / 1e6
+    return mb / float(cpu), int(rss_kb) / 1024, mb / max(float(read), 1e-6)
+
+
 def quality() -> dict:
     crashes, truth = load_corpus()
     results = {"ours": pairwise(ours(crashes), truth), "exact": pairwise(exact(crashes), truth),
@@ -136,6 +158,9 @@ def run(quick: bool = False) -> dict:
     fp_rate = throughput(lambda cs: ours(cs), stream)
     two_core_rate = two_core_throughput(stream)
     drain_rate = throughput(drain3, stream[:5_000]) if drain_q else None
+    with tempfile.TemporaryDirectory() as tmp:
+        _, small_rss, _ = scan_log(4 if quick else 40, Path(tmp))
+        big_rate, big_rss, read_rate = scan_log(40 if quick else 400, Path(tmp))
     base = drain_q or q["seed_regex"]
     base_name = "drain3" if drain_q else "seed regex"
     return {
@@ -149,6 +174,10 @@ def run(quick: bool = False) -> dict:
         "crashes_groups_vs_seed_regex": _row(ours_q["groups"], f"groups ({ours_q['bugs']} true bugs)", "seed regex",
                                              q["seed_regex"]["groups"], "fewer",
                                              ours_q["groups"] < q["seed_regex"]["groups"], higher_is_better=False),
+        "crashes_log_scan": _row(big_rate, "MB/CPU-s (split + group)", "reading the lines", read_rate, "n/a", True),
+        "crashes_log_peak_rss_10x_input": _row(big_rss, "MB peak RSS", "10x smaller log", small_rss,
+                                               "bounded (< 1.5x for 10x input)", big_rss < 1.5 * small_rss,
+                                               higher_is_better=False),
         "crashes_fingerprint_throughput_1core": _row(fp_rate, "tracebacks/CPU-s", "drain3" if drain_rate else None,
                                                      drain_rate, "n/a (the target is for 2 cores)", True),
         "crashes_fingerprint_throughput_2cores": _row(two_core_rate, "tracebacks/s (2 processes)",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import lru_cache
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -37,6 +38,9 @@ EXECUTING = re.compile(r"\[([^\]]+)\] Executing stage (.+?) shard (\d+) \(attemp
 WORKER_ERROR = re.compile(r"Worker (\S+) error on shard (\d+)")
 ZEPHYR_ONE_LINE = re.compile(r"((?:MemoryError|RuntimeError): )?Subprocess for shard (\d+) "
                              r"(?:was killed by SIGKILL|exited with code -?\d+)[^\n]*")
+# A line holding none of these cannot start a report nor name a shard: skipped without a regex.
+TRIGGERS = ("Traceback (", "Fatal Python error", "thread 0x", "Thread 0x", "Stack (most", "Subprocess for shard",
+            "due to infra failure", "Executing stage", "error on shard")
 INFRA_REQUEUE = re.compile(r"Shard (\d+) requeued from worker (\S+) due to infra failure[^\n]*")
 
 
@@ -63,12 +67,25 @@ class _Open:
 
 
 class _Context:
-    """What the log said last about the shard being run, and when."""
+    """What the log said last about the shard being run, and when (the last record line, parsed
+    only when a crash needs its time)."""
 
     def __init__(self) -> None:
         self.worker = self.stage = None
         self.shard = self.attempt = None
-        self.ts: float | None = None
+        self.record: str | None = None
+        self._parsed: tuple[str | None, float | None] = (None, None)
+
+    @property
+    def ts(self) -> float | None:
+        if self._parsed[0] is not self.record:
+            record = RECORD.match(self.record or "")
+            ts = None
+            if record is not None:
+                stamp = record.group(1) or record.group(2)
+                ts = parse_ts(stamp, "%Y-%m-%d %H:%M:%S" if record.group(1) else "%Y%m%d %H:%M:%S")
+            self._parsed = (self.record, ts if ts is not None else self._parsed[1])
+        return self._parsed[1]
 
     def see(self, message: str) -> None:
         if "Executing stage" in message and (m := EXECUTING.search(message)):
@@ -80,19 +97,22 @@ class _Context:
 
 def decode_lines(raw: Iterable[bytes], stats: Stats) -> Iterator[str]:
     """Binary lines to text: NUL bytes or mostly undecodable lines are skipped and counted."""
-    for data in raw:
-        stats.lines += 1
-        if len(data) > MAX_LINE:
-            data = data[:MAX_LINE]
-            stats.truncated += 1
-        if b"\x00" in data:
-            stats.skipped += 1
-            continue
-        text = data.decode("utf-8", errors="replace").rstrip("\r\n")
-        if text.count("\ufffd") * 4 > len(text) > 0:
-            stats.skipped += 1
-            continue
-        yield text
+    n = 0
+    try:
+        for n, data in enumerate(raw, 1):
+            if len(data) > MAX_LINE:
+                data = data[:MAX_LINE]
+                stats.truncated += 1
+            if b"\x00" in data:
+                stats.skipped += 1
+                continue
+            text = data.decode("utf-8", "replace").rstrip("\r\n")
+            if "\ufffd" in text and text.count("\ufffd") * 4 > len(text):
+                stats.skipped += 1
+                continue
+            yield text
+    finally:
+        stats.lines += n
 
 
 def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iterator[Crash]:
@@ -101,6 +121,10 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
     ctx = _Context()
     cur: _Open | None = None
     for lineno, line in enumerate(lines, 1):
+        if cur is None and not any(t in line for t in TRIGGERS):  # most lines: nothing to do
+            if line[4:5] == "-" or line[1:9].isdigit():
+                ctx.record = line
+            continue
         record = None
         if line[:1].isdigit() or line[:1] in ("I", "W", "E", "F"):
             record = RECORD.match(line)
@@ -112,8 +136,7 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
             yield _close(cur, source, ctx, stats)
             cur = None
         if record is not None:
-            stamp = record.group(1) or record.group(2)
-            ctx.ts = parse_ts(stamp, "%Y-%m-%d %H:%M:%S" if record.group(1) else "%Y%m%d %H:%M:%S")
+            ctx.record = line
             line = record.group(3)
             ctx.see(line)
         if TRACEBACK_START.match(line):
@@ -195,6 +218,7 @@ def _crash(text: str, source: str, lineno: int, ctx: _Context, stats: Stats, sha
                  worker=worker or (ctx.worker if same_shard else None), kind=kind, ts=ctx.ts)
 
 
+@lru_cache(maxsize=4096)
 def parse_ts(stamp: str, fmt: str) -> float | None:
     """A log timestamp (local time, as Python logging writes it) as unix seconds."""
     try:
