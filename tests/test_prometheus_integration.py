@@ -89,6 +89,18 @@ def test_panels_have_data_and_alerts_fire_in_their_scenario(observed):
     empty = [title for title, expr in grafana.queries(board)
              if not query(prom, "query_range", query=expr.replace("$run", runs), start=start, end=end, step="1s")]
     assert not empty, f"panels without data: {empty}"
+    # ... and the right data: the hung shard tops the stragglers panel, the tail indicator turns 1.
+    panels = dict(grafana.queries(board))
+    tail_run = jobs["tail"][0].execution_id
+
+    def peak(title: str) -> dict[str, float]:
+        series = query(prom, "query_range", query=panels[title].replace("$run", tail_run), start=start, end=end,
+                       step="1s")
+        return {s["metric"].get("shard", ""): max(float(v) for _, v in s["values"]) for s in series}
+
+    longest = peak("Longest-running shards in flight")
+    assert max(longest, key=longest.get) == "5" and longest["5"] > 4
+    assert peak("Tail: in flight > 0 and queue empty") == {"": 1.0}
 
     window = f"{int(end - start) + 10}s"
     scenario = {job.execution_id: name for name, (job, _) in jobs.items()}

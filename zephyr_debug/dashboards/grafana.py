@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 UID = "zephyr-pipeline"
 RUN = 'run=~"$run"'
+ATTEMPT = "run, stage, shard, attempt, worker"  # the labels of one attempt's series
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ PANELS = [
               [(f"sum by (run, stage, shard) (zephyr_shard_attempt_failures{{{RUN}}})", "{{stage}} shard {{shard}}")],
               steps=[(None, "green"), (3, "red")], description="Failed attempts per shard: a crash loop climbs."),
     PanelSpec("Longest-running shards in flight",
-              [(f"topk(10, zephyr_shard_elapsed_seconds{{{RUN}}} and on(run, stage, shard, attempt, worker) "
-                f"(zephyr_shard_done{{{RUN}}} == 0))", "{{stage}} shard {{shard}} on {{worker}}")],
+              [(f"topk(10, zephyr_shard_elapsed_seconds{{{RUN}}} unless on({ATTEMPT}) (zephyr_shard_done{{{RUN}}} == 1)"
+                f" unless on({ATTEMPT}) zephyr_shard_attempt_failed{{{RUN}}})", "{{stage}} shard {{shard}} on {{worker}}")],
               unit="s", width=24, description="Straggler candidates: elapsed time of each running shard."),
 ]
 
