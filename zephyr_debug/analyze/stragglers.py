@@ -199,59 +199,77 @@ def _judge(ev: Evidence, shards: pd.DataFrame, stages: pd.DataFrame, hb: float, 
     if not len(shards):
         return shards.assign(flag=pd.Series(dtype=bool))
     out = shards.copy()
-    for col in ("peers", "median_s", "p90_s", "p99_s", "q_s"):
-        out[col] = np.nan
-    for stage, group in out.groupby(level="stage", sort=False):
-        done = group["done"].to_numpy()
-        vals = group["elapsed_s"].to_numpy(dtype=float)
-        finished = np.sort(vals[done & ~np.isnan(vals)])
+    n = len(out)
+    stage_code, stage_names = pd.factorize(out.index.get_level_values("stage"))
+    st = stages.reindex(stage_names)
+
+    def per_stage(col: str) -> np.ndarray:
+        return st[col].to_numpy(dtype=float)[stage_code]
+
+    done = out["done"].to_numpy(dtype=bool)
+    elapsed = out["elapsed_s"].to_numpy(dtype=float)
+    names = {"median_s": 0.5, "p90_s": 0.9, "p99_s": 0.99, "q_s": th.quantile}
+    stats = {name: np.full(n, np.nan) for name in [*names, "peers"]}
+    order = np.argsort(stage_code, kind="stable")
+    bounds = np.searchsorted(stage_code[order], np.arange(len(stage_names) + 1))
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        idx = order[lo:hi]
+        fin = done[idx] & ~np.isnan(elapsed[idx])
+        finished = np.sort(elapsed[idx][fin])
         if not len(finished):
             continue
-        rank = np.where(done, np.searchsorted(finished, vals), len(finished))
-        stats = {f"{name}": _loo_quantile(finished, rank, q)
-                 for name, q in (("median_s", 0.5), ("p90_s", 0.9), ("p99_s", 0.99), ("q_s", th.quantile))}
-        stats["peers"] = len(finished) - done.astype(int)
-        out.loc[group.index, list(stats)] = np.column_stack(list(stats.values()))
-    total = out.index.get_level_values("stage").map(stages["total"]).to_numpy(dtype=float)
-    gate = (out["peers"] >= 1) & (stages["done"].reindex(out.index.get_level_values("stage")).to_numpy()
-                                  >= th.min_finished * total)
-    out["ratio_to_median"] = out["elapsed_s"] / out["median_s"].where(out["median_s"] > 0)
-    out["slow"] = (gate & (out["elapsed_s"] > th.multiplier * out["median_s"]) & (out["elapsed_s"] > out["q_s"])
-                   & (out["elapsed_s"] - out["median_s"] >= th.min_excess_heartbeats * hb))
-    # Rates relative to the stage's finished shards; a worker's speed = geometric mean of its
-    # other finished shards' speed (rate ratio, or median/elapsed without item counts).
-    stage_of = out.index.get_level_values("stage")
-    out["items_ratio"] = out["items"] / stage_of.map(stages["median_items"]).to_numpy(dtype=float)
-    out["rate_ratio"] = out["rate"] / stage_of.map(stages["median_rate"]).to_numpy(dtype=float)
-    out["cpu_ratio"] = out["cpu"] / stage_of.map(stages["median_cpu"]).to_numpy(dtype=float)
-    speed = out["rate_ratio"].fillna(out["median_s"] / out["elapsed_s"])
-    log = np.log(speed.where(out["done"] & (speed > 0)))
-    per_worker = log.groupby(out["worker"]).agg(["sum", "count"])
-    wsum = out["worker"].map(per_worker["sum"]).to_numpy(dtype=float)
-    wcount = out["worker"].map(per_worker["count"]).to_numpy(dtype=float)
-    own = log.notna().to_numpy()
-    others = wcount - own
-    out["worker_shards"] = np.nan_to_num(others).astype(int)
-    out["worker_speed"] = np.exp((wsum - np.where(own, log, 0.0)) / np.where(others > 0, others, np.nan))
+        rank = np.where(fin, np.searchsorted(finished, elapsed[idx]), len(finished))
+        for name, q in names.items():
+            stats[name][idx] = _loo_quantile(finished, rank, q)
+        stats["peers"][idx] = len(finished) - fin
+    for name, values in stats.items():
+        out[name] = values
+    med = stats["median_s"]
+    gate = (stats["peers"] >= 1) & (per_stage("done") >= th.min_finished * per_stage("total"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["ratio_to_median"] = np.where(med > 0, elapsed / med, np.nan)
+        out["slow"] = (gate & (elapsed > th.multiplier * med) & (elapsed > stats["q_s"])
+                       & (elapsed - med >= th.min_excess_heartbeats * hb))
+        # Rates relative to the stage's finished shards; a worker's speed = geometric mean of its
+        # other finished shards' speed (rate ratio, or median/elapsed without item counts).
+        out["items_ratio"] = out["items"].to_numpy(dtype=float) / per_stage("median_items")
+        rate_ratio = out["rate"].to_numpy(dtype=float) / per_stage("median_rate")
+        out["rate_ratio"] = rate_ratio
+        out["cpu_ratio"] = out["cpu"].to_numpy(dtype=float) / per_stage("median_cpu")
+        speed = np.where(np.isnan(rate_ratio), med / elapsed, rate_ratio)
+        log = np.where(done & (speed > 0), np.log(np.where(speed > 0, speed, 1.0)), np.nan)
+    worker_code, worker_names = pd.factorize(out["worker"])
+    own = ~np.isnan(log) & (worker_code >= 0)
+    wsum = np.bincount(worker_code[own], weights=log[own], minlength=len(worker_names))
+    wcount = np.bincount(worker_code[own], minlength=len(worker_names))
+    known = worker_code >= 0
+    others = np.where(known, wcount[worker_code] - own, 0)
+    out["worker_shards"] = others
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["worker_speed"] = np.where(others > 0, np.exp((wsum[worker_code] - np.where(own, log, 0.0)) / others),
+                                       np.nan)
     # Holders and liveness.
-    w = ev.workers.set_index("worker") if len(ev.workers) else pd.DataFrame(columns=["state", "last_seen_ago"])
     timeout = float(ev.config.get("heartbeat_timeout") or HEARTBEAT_TIMEOUT_S)
-    state = out["worker"].map(w["state"])
-    seen_ago = pd.to_numeric(out["worker"].map(w["last_seen_ago"]), errors="coerce")
-    out["holder_state"] = state
-    out["holder_seen_ago"] = seen_ago
-    out["holder_alive"] = state.isin(ALIVE_STATES) & ~(seen_ago > timeout)
+    w = ev.workers.drop_duplicates("worker", keep="last").set_index("worker")
+    w_seen = pd.to_numeric(w["last_seen_ago"], errors="coerce")
+    w_alive = w["state"].isin(ALIVE_STATES) & ~(w_seen > timeout)
+    holder = w.reindex(worker_names)
+    pick = np.where(known, worker_code, 0)
+    out["holder_state"] = np.where(known, holder["state"].to_numpy(dtype=object)[pick] if len(holder) else None,
+                                   None)
+    out["holder_seen_ago"] = np.where(known, w_seen.reindex(worker_names).to_numpy(dtype=float)[pick]
+                                      if len(holder) else np.nan, np.nan)
+    out["holder_alive"] = np.where(known, w_alive.reindex(worker_names, fill_value=False).to_numpy(dtype=bool)[pick]
+                                   if len(holder) else False, False)
     active = ev.state in ("running", "interrupted")
-    live_workers = w[w["state"].isin(ALIVE_STATES) & ~(pd.to_numeric(w["last_seen_ago"], errors="coerce") > timeout)]
-    lost_all = len(w) > 0 and len(live_workers) == 0 and not (w["state"] == "done").all() and ev.state != "succeeded"
-    running = out["outcome"] == "running"
-    pending = ~out["done"]
-    current = ev.stages[-1].name if ev.stages else out["first_start"].idxmax()[0]
-    out["all_dead"] = lost_all & pending & (stage_of == current)
+    lost_all = len(w) > 0 and not w_alive.any() and not (w["state"] == "done").all() and ev.state != "succeeded"
+    running = (out["outcome"] == "running").to_numpy(dtype=bool)
+    starts = out["first_start"]
+    current = ev.stages[-1].name if ev.stages else (starts.idxmax() if starts.notna().any() else out.index[-1])[0]
+    out["all_dead"] = lost_all & ~done & (stage_names[stage_code] == current)
     out["dead_now"] = active & running & ~out["holder_alive"]
     out["stuck_now"] = active & running & out["holder_alive"] & (out["plateau_now_s"] >= th.stuck_heartbeats * hb)
-    failures = out["task_failures"] + out["infra_failures"]
-    out["crash_loop"] = failures >= th.repeated_failures
+    out["crash_loop"] = out["task_failures"] + out["infra_failures"] >= th.repeated_failures
     out["flag"] = (out["slow"] | out["all_dead"] | out["dead_now"] | out["stuck_now"] | out["crash_loop"]
                    | (out["oom_attempts"] > 0) | (out["infra_failures"] > 0))
     return out
