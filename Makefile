@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= test,iris
+EXTRAS ?= test,iris,zephyr
 
 .PHONY: install demo test bench clean dashboards observe
 

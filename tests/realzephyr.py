@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 
-ROW_S = 0.01
-SLOW_SHARD, SKEW_SHARD, FACTOR = 3, 6, 120  # both take ~FACTOR x a normal shard (> 4 heartbeats of 5 s)
+ROWS, ROW_S = 4, 0.05
+SLOW_SHARD, SKEW_SHARD, FACTOR = 3, 6, 110  # both take ~FACTOR x a normal shard (> 4 heartbeats of 5 s)
 
 
 def work(x: int, slow: bool) -> int:
@@ -30,8 +30,8 @@ def work(x: int, slow: bool) -> int:
 
 
 def tail_pipeline(Dataset):
-    """Shard 3: 20 rows, each FACTOR x slower; shard 6: FACTOR x more rows at the normal rate."""
-    spec = [(i, 20 * FACTOR if i == SKEW_SHARD else 20) for i in range(8)]
+    """Shard 3: ROWS rows, each FACTOR x slower; shard 6: FACTOR x more rows at the normal rate."""
+    spec = [(i, ROWS * FACTOR if i == SKEW_SHARD else ROWS) for i in range(8)]
     return Dataset.from_list(spec).flat_map(lambda s: [(s[0], r) for r in range(s[1])]).map(
         lambda p: work(p[1], p[0] == SLOW_SHARD))
 

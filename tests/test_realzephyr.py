@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from realzephyr import FACTOR, ROWS
 
 from zephyr_debug.sources import load
 from zephyr_debug.sources.jobstatus import parse
@@ -63,7 +64,7 @@ def test_tail_status_and_shard_durations(real):
     normal = done.drop([3, 6]).median()
     assert done[3] > 20 * normal and done[6] > 20 * normal  # the slow and the skewed shard
     assert len(ev.status) >= 2 and (ev.status["total"] == 8).all()
-    assert ev.counters.get("zephyr/item_count") == 20 * 7 + 20 * 120
+    assert ev.counters.get("zephyr/item_count") == ROWS * 7 + ROWS * FACTOR
 
 
 def test_tail_stragglers_and_workers(real):

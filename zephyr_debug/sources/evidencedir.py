@@ -11,6 +11,7 @@ loading fail, with one `file:line: …` error.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +22,7 @@ from zephyr_debug.sources import counters, jobstatus, logtext, tasks
 from zephyr_debug.sources.timeline import Timeline
 
 MAX_JSON_BYTES = 256 << 20
+IRIS_LINE_RE = re.compile(rb"\[\d\d:\d\d:\d\d\] ")  # `iris job logs` lines start like a JSON list
 
 
 def load(path: Path) -> Evidence | None:
@@ -57,7 +59,7 @@ def classify(file: Path) -> tuple[str | None, object]:
     body = head.lstrip()
     if not body:
         return None, None
-    if body[:1] in (b"{", b"[", b'"'):
+    if body[:1] in (b"{", b"[", b'"') and not IRIS_LINE_RE.match(body):
         return _classify_json(file, body)
     if body.startswith(b"JobStatus("):
         return "status", jobstatus.parse(file.read_text("utf-8", "replace"), str(file))

@@ -33,7 +33,7 @@ BLOCK_BYTES = 256 << 10  # most text kept after an error line (traceback) or bef
 SNIFF_BYTES = 64 << 10
 
 # Words that every event line carries after a space. Common prefix " " -> fast C scan.
-KEYWORDS = [b"workers ", b"Shard ", b"shard ", b"worker ", b"Worker ", b"tasks completed", b"Starting stage ",
+KEYWORDS = [b"workers ", b"complete, ", b"Shard ", b"shard ", b"worker ", b"Worker ", b"tasks completed", b"Starting stage ",
             b"Executing stage ", b"retried ", b"Coordinator aborted", b"method 'run_pipeline' failed",
             b"[coordinator.shutdown]", b"zephyr pipeline: "]
 EVENT_RE = re.compile(b" (?:" + b"|".join(re.escape(k) for k in KEYWORDS) + b")")
@@ -86,6 +86,7 @@ SIGNATURES = tuple(sig for _, _, sig in MESSAGES if sig)
 # Which messages a line can be, by the first keyword on it (the rest are tried after).
 BY_KEYWORD = {k: tuple((n, _RX[n]) for n in names) for k, names in {
     b"workers ": ("status", "all_dead", "no_workers"),
+    b"complete, ": ("status",),
     b"Shard ": ("done", "task_requeue", "task_abort", "infra_requeue", "infra_abort"),
     b"Executing stage ": ("executing",),
     b"Worker ": ("registered", "worker_error", "reregistering"),
@@ -101,9 +102,10 @@ DUMP_START, DUMP_END = b"Fatal Python error", b"Extension modules:"
 Hit = tuple  # (file offset, newlines before it in its range, keyword, line bytes, block bytes | None)
 
 
-def _hits(buf, cut: int, pos: int, read, hits: list) -> int:
-    """Appends the event lines of buf[:cut] (at file offset `pos`) to hits; returns its newline count."""
-    last_line, counted, lines = -1, 0, 0
+def _hits(buf, cut: int, pos: int, read, hits: list, lines: int = 0) -> int:
+    """Appends the event lines of buf[:cut] (at file offset `pos`, after `lines` newlines) to hits;
+    returns the newline count up to its end."""
+    last_line, counted = -1, 0
     for m in EVENT_RE.finditer(buf, 0, cut):
         start = buf.rfind(b"\n", 0, m.start()) + 1
         if start == last_line:
@@ -164,7 +166,7 @@ def scan_range(path: str, start: int, end: int, chunk_bytes: int = CHUNK_BYTES) 
                     fill = avail
                     buf.extend(bytes(len(buf)))
                     continue
-            total += _hits(buf, cut, pos, read, hits)
+            total = _hits(buf, cut, pos, read, hits, total)
             buf[:avail - cut] = buf[cut:avail]
             fill, pos = avail - cut, pos + cut
     return hits, total
@@ -196,6 +198,7 @@ class LogScanner:
         self.day = 0.0  # date of the last dated line, for Iris clock-only prefixes
         self.last_ts: float | None = None
         self.stamps: dict[int, float] = {}
+        self.records = False
 
     def scan_file(self, path: Path, processes: int | None = None) -> None:
         size = path.stat().st_size
@@ -217,7 +220,7 @@ class LogScanner:
         """(timestamp or None, text) pairs, e.g. Iris get-task-logs entries; each line gets a
         leading space so that messages without any prefix are found too."""
         buf = bytearray()
-        self.stamps = {}
+        self.stamps, self.records = {}, True
         for ts, text in records:
             for i, part in enumerate(str(text).split("\n")):
                 if ts is not None and i == 0:
@@ -228,7 +231,7 @@ class LogScanner:
         _hits(data, len(data), 0, lambda offset, size: data[offset:offset + size], hits)
         for offset, _, kw, line, block in hits:
             self._line(line, kw, None, block, offset)
-        self.stamps = {}
+        self.stamps, self.records = {}, False
 
     def _spam(self, path: Path, size: int) -> None:
         """pull_task share of the file's last SPAM_SAMPLE_BYTES (what a line-limited tail shows)."""
@@ -254,6 +257,8 @@ class LogScanner:
                 continue
             groups = [g.decode("utf-8", "replace") if g is not None else None for g in m.groups()]
             text = block.decode("utf-8", "replace") if block is not None else None
+            if text is not None and self.records:  # drop the space each record line was given
+                text = "\n".join(part[1:] if part[:1] == " " else part for part in text.split("\n"))
             self.tl.event(name, ts, groups, self.source, line_no, text)
             return
         if any(sig in line for sig in SIGNATURES):

@@ -145,20 +145,27 @@ class Timeline:
         self.on_task_requeue(ts, [g[0], worker, str(n)], source, offset, block)
         self.fatal = self.fatal or f"Shard {shard} failed {n} times (max {g[2]}), last failure on worker {worker}."
 
-    def on_infra_requeue(self, ts, g, source, offset, _block):
-        shard, worker, generation, infra, infra_max = int(g[0]), g[1], int(g[2]), int(g[5]), int(g[6])
+    def on_infra_requeue(self, ts, g, source, line, _block):
+        shard, worker, generation = int(g[0]), g[1], int(g[2])
+        row = self._infra_failure(ts, shard, worker, f"requeued from worker {worker}", f"{g[5]}/{g[6]}", source, line)
+        row["generation"] = generation
+
+    def _infra_failure(self, ts, shard: int, worker: str, what: str, count: str, source, line) -> dict:
         row = self._attempt(worker, shard, ts, attempt=None)
         reason = self.workers.get(worker, {}).get("reason") or "preemption/heartbeat"
-        error = f"requeued from worker {worker} due to infra failure ({reason}); infra {infra}/{infra_max}"
-        row.update(end_ts=ts, outcome="failed", kind=INFRA, error=error, reason=reason, generation=generation)
+        error = f"{what} due to infra failure ({reason}); infra failures while in flight {count}"
+        row.update(end_ts=ts, outcome="failed", kind=INFRA, error=error, reason=reason)
         if row.get("start_ts") is not None and ts is not None:
             row["elapsed_s"] = ts - row["start_ts"]
         self.holding.pop(worker, None)
-        self.crashes.append(Crash(text=f"Shard {shard} {error}", source=source, line=offset, stage=row["stage"],
+        self._worker(worker, ts, state="failed", shard=None)
+        self.crashes.append(Crash(text=f"Shard {shard} {error}", source=source, line=line, stage=row["stage"],
                                   shard=shard, attempt=row.get("attempt"), worker=worker, kind=INFRA, ts=ts))
+        return row
 
-    def on_infra_abort(self, ts, g, *_):
+    def on_infra_abort(self, ts, g, source, line, _block):
         shard, n, worker = int(g[0]), int(g[1]), g[3]
+        self._infra_failure(ts, shard, worker, f"crashed worker {worker}", f"{n}/{g[2]}", source, line)
         self.fatal = self.fatal or (f"Shard {shard} crashed its worker {n} times (max {g[2]} infra failures while "
                                     f"in flight); treating as a deterministic crasher. Last failure on worker {worker}.")
 
@@ -181,7 +188,8 @@ class Timeline:
             row["outcome"] = "stale"
 
     def on_all_dead(self, ts, *_):
-        if self.registered_any and ts is not None:  # once at start-up, before any worker: harmless
+        known = self.registered_any or (self.status and self.status[-1]["registered"])
+        if known and ts is not None:  # printed once at start-up, before any worker registers: harmless
             self.all_dead.append(ts)
 
     def on_no_workers(self, ts, g, *_):
