@@ -9,11 +9,13 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 
 import pytest
 
 from zephyr_debug import playbooks
+from zephyr_debug.dashboards.local import LocalPrometheus
 from zephyr_debug.reference import Job, JobConfig, parse_fault
 
 from conftest import FAST, fast_stages
@@ -38,6 +40,22 @@ def run_command(line: str, substitutions: dict[str, str], env: dict) -> subproce
                           timeout=120, env=env)
 
 
+def run_commands(book: playbooks.Playbook, substitutions: dict[str, str], env: dict) -> str:
+    """Run the playbook's commands in order; each must exit 0 without a traceback."""
+    output = []
+    for line in book.commands:
+        proc = run_command(line, substitutions, env)
+        assert "Traceback" not in proc.stderr, f"{line}\n{proc.stderr}"
+        assert proc.returncode == 0, f"{book.path}: `{line}` exited {proc.returncode}: {proc.stderr}"
+        output.append(proc.stdout + proc.stderr)
+    return "\n".join(output)
+
+
+def assert_promises(book: playbooks.Playbook, text: str) -> None:
+    for promise in book.expect:
+        assert promise in text, f"{book.path}: output does not name {promise!r}"
+
+
 def test_there_is_a_playbook_for_each_failure_pattern():
     names = " ".join(b.name for b in BOOKS)
     assert all(p in names for p in PATTERNS), sorted(p for p in PATTERNS if p not in names)
@@ -53,15 +71,7 @@ def test_there_is_a_playbook_for_each_failure_pattern():
 def test_playbook_commands_run_and_find_what_they_promise(book, reference_job, jobs_root):
     result = reference_job(*book.faults, **job_options(book))
     env = {**os.environ, "ZDEBUG_HOME": str(jobs_root.parent)}
-    output = []
-    for line in book.commands:
-        proc = run_command(line, {"$JOB": str(result.job_dir)}, env)
-        assert "Traceback" not in proc.stderr, f"{line}\n{proc.stderr}"
-        assert proc.returncode == 0, f"{book.path}: `{line}` exited {proc.returncode}: {proc.stderr}"
-        output.append(proc.stdout + proc.stderr)
-    text = "\n".join(output)
-    for promise in book.expect:
-        assert promise in text, f"{book.path}: output does not name {promise!r}"
+    assert_promises(book, run_commands(book, {"$JOB": str(result.job_dir)}, env))
 
 
 @pytest.mark.slow
@@ -72,24 +82,26 @@ def test_live_playbook_commands_run_against_a_running_job(book, tmp_path):
     config = JobConfig(workers=workers, runner=options.pop("runner", "inline"),
                        stages=fast_stages(shards, options.pop("rows", 4000), stages=1),
                        faults=[parse_fault(f) for f in book.faults], root=tmp_path, deadline_s=90, **options)
-    job = Job(config).start()
-    waiter = threading.Thread(target=job.wait, daemon=True)
-    waiter.start()
     env = {**os.environ, "ZDEBUG_HOME": str(tmp_path.parent)}
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline and job.coordinator.get_status().queue_depth > 0:
-            time.sleep(0.2)
-        time.sleep(3)  # let the held shards age past the peers
-        output = []
-        for line in book.commands:
-            proc = run_command(line, {"$JOB": str(job.job_dir), "$URL": job.url}, env)
-            assert "Traceback" not in proc.stderr, f"{line}\n{proc.stderr}"
-            assert proc.returncode == 0, f"{book.path}: `{line}` exited {proc.returncode}: {proc.stderr}"
-            output.append(proc.stdout + proc.stderr)
-    finally:
-        job.stop()
-        waiter.join(60)
-    text = "\n".join(output)
-    for promise in book.expect:
-        assert promise in text, f"{book.path}: output does not name {promise!r}"
+    with ExitStack() as stack:
+        job = Job(config).start()
+        substitutions = {"$JOB": str(job.job_dir), "$URL": job.url, "$RUN": job.execution_id}
+        if book.prometheus:
+            prom = stack.enter_context(LocalPrometheus(tmp_path / "prometheus"))
+            prom.add_target(job.url)
+            substitutions["$PROM"] = prom.url
+        waiter = threading.Thread(target=job.wait, daemon=True)
+        waiter.start()
+        stack.callback(waiter.join, 60)
+        stack.callback(job.stop)
+        wait_for_tail(job)
+        text = run_commands(book, substitutions, env)
+    assert_promises(book, text)
+
+
+def wait_for_tail(job: Job) -> None:
+    """Until every shard has started, then a little longer so the held ones age past their peers."""
+    deadline = time.time() + 30
+    while time.time() < deadline and job.coordinator.get_status().queue_depth > 0:
+        time.sleep(0.2)
+    time.sleep(3)

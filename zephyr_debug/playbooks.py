@@ -6,11 +6,13 @@
     faults = ["skew-shard:3:x8"]          # the reference job the tests run it on
     job = { workers = 3, shards = 8 }     # run_reference options
     live = false                          # true: commands run while the job is running
+    prometheus = false                    # true (with live): a local Prometheus scrapes it
     expect = ["data-skew"]                # what the commands' output must name
     +++
 
 Every fenced ```bash block line that starts with `zdebug ` is a command the tests run,
-with `$JOB` replaced by the job dir (and `$URL` by the live coordinator URL).
+with `$JOB` replaced by the job dir (`$URL`: the live coordinator, `$PROM`: the Prometheus
+scraping it, `$RUN`: the execution id).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Playbook:
     faults: list[str] = field(default_factory=list)
     job: dict = field(default_factory=dict)
     live: bool = False
+    prometheus: bool = False
     expect: list[str] = field(default_factory=list)
     causes: list[str] = field(default_factory=list)
 
@@ -56,6 +59,7 @@ def parse(path: Path) -> Playbook:
         raise ZdebugError(f"{path}: bad front matter ({exc})") from None
     return Playbook(name=path.stem, path=path, title=meta.get("title", path.stem), body=text[match.end():],
                     faults=meta.get("faults", []), job=meta.get("job", {}), live=meta.get("live", False),
+                    prometheus=meta.get("prometheus", False),
                     expect=meta.get("expect", []), causes=meta.get("causes", []))
 
 
