@@ -27,7 +27,10 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
+from zephyr_debug.analyze import stragglers
+from zephyr_debug.errors import ZdebugError
 from zephyr_debug.sources import iris as iris_source
+from zephyr_debug.sources import load
 
 pytestmark = [pytest.mark.slow, pytest.mark.iris]
 
@@ -133,7 +136,8 @@ def target(url: str, job: str) -> str:
     return "iris://" + url.removeprefix("http://") + job
 
 
-def test_live_zephyr_job_on_iris(cluster, tmp_path):
+def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
+    monkeypatch.setenv("ZDEBUG_HOME", str(tmp_path))  # where in-process loads save what they fetch
     marks = tmp_path / "marks"
     marks.mkdir()
     job = submit(cluster.url, f"zdebug-test-{os.getpid()}", ["-m", "iris_pipeline"],
@@ -141,18 +145,20 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path):
     plain = submit(cluster.url, f"plain-{os.getpid()}", ["-c", "print('no zephyr here')"], {})
     live = target(cluster.url, job)
 
-    # Until the coordinator is up zdebug says so; then poll until shard 4 is flagged as a straggler.
-    deadline, findings, out = time.time() + 150, [], None
+    # Poll in-process (cheaper than a CLI start every 2 s) until shard 4 is flagged as a straggler;
+    # until the coordinator is up, loading says there is none.
+    deadline, findings, error = time.time() + 150, [], None
     while not any(f["shard"] == SLOW_SHARD for f in findings):
-        assert time.time() < deadline, f"no straggler on shard {SLOW_SHARD}: {out and (out.stdout + out.stderr)}"
+        assert time.time() < deadline, f"no straggler on shard {SLOW_SHARD}: {findings or error}"
         time.sleep(2)
-        out = zdebug(tmp_path, "stragglers", live, "--json")
-        if out.returncode == 0:
-            findings = json.loads(out.stdout)["findings"]
-        else:
-            assert "no Zephyr coordinator" in out.stderr, out.stderr
+        try:
+            findings = stragglers.analyze(load(live))["findings"]
+        except ZdebugError as exc:
+            assert "no Zephyr coordinator" in exc.message, exc.message
+            error = exc.message
     flagged = time.time() - cluster.started
 
+    findings = json.loads(zdebug(tmp_path, "stragglers", live, "--json").stdout)["findings"]
     slow = next(f for f in findings if f["shard"] == SLOW_SHARD)
     assert slow["stage"] == "stage0-Map" and slow["ratio_to_median"] >= 2, slow
     assert live in " ".join(slow["next"] if isinstance(slow["next"], list) else [slow["next"]])
@@ -170,6 +176,8 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path):
         file, line = member.rsplit(":", 1)
         assert f"error on shard {CRASH_SHARD}" in Path(file).read_text().splitlines()[int(line) - 1], member
 
+    ev = load(live)
+    assert ev.live is not None and not ev.warnings, ev.warnings  # get_status, worker usage: all fetched
     workers = json.loads(zdebug(tmp_path, "workers", live, "--json").stdout)["workers"]
     assert len(workers) == 2 and all(w["worker"].startswith("zephyr-zdebug-test-") for w in workers), workers
     assert max(w["memory_mb"] or 0 for w in workers) > 50, workers  # from the Iris worker's own list-tasks
@@ -181,7 +189,10 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path):
     for bad, message in [(target(cluster.url, "/root/no-such-job"), "not found"),
                          (target(cluster.url, plain), "no Zephyr coordinator"),
                          ("iris://127.0.0.1:9/root/job", "unreachable")]:
-        out = zdebug(tmp_path, "status", bad)
-        assert out.returncode != 0 and message in out.stderr and out.stderr.count("\n") == 1, out.stderr
+        with pytest.raises(ZdebugError, match=message):
+            load(bad)
+    out = zdebug(tmp_path, "status", target(cluster.url, "/root/no-such-job"))
+    assert out.returncode != 0 and out.stdout == "" and out.stderr.count("\n") == 1, out.stderr
+    assert cluster.rss.peak < 3 * 2**30, f"cluster tree peak RSS {cluster.rss.peak / 2**20:.0f} MiB"
     print(f"\nstraggler flagged {flagged:.0f}s after the cluster came up; peak RSS so far "
           f"{cluster.rss.peak / 2**20:.0f} MiB")

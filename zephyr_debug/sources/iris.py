@@ -34,10 +34,11 @@ from zephyr_debug.model import DEAD_STATES, Evidence, safe_name
 from zephyr_debug.sources import evidencedir, logtext
 
 SCHEME = "iris://"
-RPC_TIMEOUT_MS = 10_000
+RPC_TIMEOUT_MS = 30_000  # generous: a local cluster serves everything from one GIL-bound process
 ACTOR_TIMEOUT_S = 60.0
 MAX_LOG_LINES = 100_000  # newest lines kept (Iris `job logs --tail`)
 KEEP_SNAPSHOTS = 3
+PROFILE_RATE_HZ = 100  # Iris's default is 20
 COORDINATOR_RE = re.compile(r"-p(\d+)-coord-\d+$")
 WORKER_TASK_RE = re.compile(r"-workers(?:-a\d+)?/\d+$")  # a task of a Zephyr worker group job
 ATTEMPT_RE = re.compile(r"-p(\d+)-a(\d+)/")
@@ -258,7 +259,7 @@ class _Iris:
         return plain_data(reply.serialized_value)
 
     def profile(self, task: str, duration: int) -> bytes:
-        cpu = self.job_pb.CpuProfile(format=self.job_pb.CpuProfile.SPEEDSCOPE)
+        cpu = self.job_pb.CpuProfile(format=self.job_pb.CpuProfile.SPEEDSCOPE, rate_hz=PROFILE_RATE_HZ)
         request = self.job_pb.ProfileTaskRequest(target=task, duration_seconds=duration,
                                                  profile_type=self.job_pb.ProfileType(cpu=cpu))
         reply = self.call("profile-task", self.controller.profile_task, request,
@@ -414,11 +415,11 @@ def profile_task(target: str, duration: int, worker: str | None = None) -> bytes
     data = iris.profile(task, duration)
     try:
         profiles = json.loads(data).get("profiles")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         raise ZdebugError(f"{target}: Iris profile of {task} is not speedscope JSON") from None
     if not profiles:
-        raise ZdebugError(f"{target}: Iris returned an empty profile for {task} "
-                          "(is py-spy on the Iris worker's PATH, and may it ptrace the task?)")
+        raise ZdebugError(f"{target}: Iris returned an empty profile for {task}: no samples (the task "
+                          "idled throughout, or py-spy is missing on the Iris worker's PATH: see its log)")
     return data
 
 
