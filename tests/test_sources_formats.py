@@ -64,6 +64,7 @@ def test_docs_form_stuck_tail_with_infra_requeues():
     assert [c.location.rsplit(":", 1)[1] for c in ev.crashes] == ["4", "6"]
     status = json.loads(cli("status", str(DATA / "coordinator_docs_form.log"), "--json").stdout)
     assert status["tail"] and status["stalled"] and status["in_flight"] == 1
+    assert (status["alive"], status["failed"]) == (3000, 180) and "No worker is alive" not in status["diagnosis"]
     report = json.loads(cli("stragglers", str(DATA / "coordinator_docs_form.log"), "--json").stdout)
     finding = next(f for f in report["findings"] if f["shard"] == 4321)
     assert "crash-loop" in finding["causes"]

@@ -43,6 +43,9 @@ def summarize(ev: Evidence, stall_threshold_s: float = STALL_THRESHOLD_S) -> dic
     workers = ev.workers
     alive = int(workers["state"].isin(ALIVE_STATES).sum()) if len(workers) else 0
     failed = int(workers["state"].isin({"failed", "dead"}).sum()) if len(workers) else 0
+    if ev.live is None and len(ev.status) and _num(ev.status.iloc[-1]["registered"]) > len(workers):
+        # A log names only some workers; its last status line counts them all.
+        alive, failed = _num(ev.status.iloc[-1]["alive"]), _num(ev.status.iloc[-1]["dead"])
     since = None if ev.progress_time is None else max(ev.now - ev.progress_time, 0.0)
     tail = status["in_flight"] > 0 and status["queue_depth"] == 0 and not status["done"]
     stalled = since is not None and since >= stall_threshold_s and ev.state in ("running", "interrupted")
@@ -70,7 +73,7 @@ def summarize(ev: Evidence, stall_threshold_s: float = STALL_THRESHOLD_S) -> dic
         next_steps.append(f"zdebug stragglers {job}")
     if failed:
         sentences.append(f"{failed} worker(s) failed or dead, {alive} alive.")
-    if len(workers) and alive == 0 and ev.state in ("running", "interrupted"):
+    if (len(workers) or failed) and alive == 0 and ev.state in ("running", "interrupted"):
         sentences.append("No worker is alive: nothing can finish the queued shards.")
     findings = stragglers.analyze(ev)["findings"] if ev.state != "succeeded" or tail else []
     if findings:
