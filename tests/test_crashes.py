@@ -202,3 +202,19 @@ def test_the_installed_entry_point_prints_one_line_errors(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "crashes", str(tmp_path / "nope.log")],
                           capture_output=True, timeout=300)
     assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1 and b"nope.log" in proc.stderr
+
+
+def test_iris_get_task_logs_json_goes_through_the_evidence_loader(zdebug, tmp_path):
+    lines = (CORPUS / "logs" / "mixed.log").read_text().splitlines()
+    entries = [{"data": line, "level": "INFO", "source": "stdout", "timestamp": {"epoch_ms": "1796268231000"},
+                "attempt_id": 0} for line in lines]
+    path = tmp_path / "task-logs.json"
+    path.write_text(json.dumps({"task_logs": [{"task_id": "/root/job/0", "logs": entries}]}))
+    code, out, err = zdebug("crashes", str(path), "--dedupe", "--json")
+    assert code == 0, err
+    groups = json.loads(out)["groups"]
+    from_log = json.loads(zdebug("crashes", str(CORPUS / "logs" / "mixed.log"), "--dedupe", "--json")[1])["groups"]
+    # The loader ties crashes to `error on shard` lines: the corpus' bare dumps have none.
+    tracebacks = [g for g in from_log if g["kind"] != "segv"]
+    assert sorted(g["fingerprint"] for g in groups) == sorted(g["fingerprint"] for g in tracebacks)
+    assert sum(g["count"] for g in groups) == sum(g["count"] for g in tracebacks)

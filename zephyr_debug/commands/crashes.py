@@ -59,12 +59,22 @@ def register(app: typer.Typer) -> None:
 
 
 def _crashes(source: str, stats: Stats, as_json: bool) -> Iterator[Crash]:
+    """Logs and crash files are split here; jobs and JSON evidence (Iris get-task-logs, snapshot
+    dirs) go through the evidence loaders."""
     path = Path(source)
-    if source == "-" or path.is_file():
+    if source == "-" or (path.is_file() and not _json(path)):
         return inputs.stream(source, stats)
-    if path.is_dir() and not jobstore.is_job_dir(path):
+    if path.is_dir() and not jobstore.is_job_dir(path) and not any(path.rglob("*.json")):
         return inputs.directory(path, stats)
     return iter(inputs.job(load_evidence(source, as_json), stats))
+
+
+def _json(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(512).lstrip()[:1] in (b"{", b"[")
+    except OSError:
+        return False
 
 
 def _signature(fp: Fingerprinter, crash: Crash) -> dict:

@@ -22,6 +22,8 @@ FRAME = re.compile(r'^[ \t]*File "([^"]*)", line \d+,? in ([^\n]*?)[ \t]*$')
 FRAMES = re.compile(r'File "([^"]*)", line \d+,? in ([^\n]*)\n(?:[ \t]++(?!File ")([^\n]*)\n)?')
 # One traceback: its indented frame lines, then the exception line.
 BLOCK = re.compile(r"Traceback \(most recent call last\):\n((?:[ \t][^\n]*\n)*)([^\n]*)")
+DUMP_STARTS = ("Fatal Python error: ", "Current thread 0x", "Thread 0x", "Stack (most recent call first)")
+IRIS_PREFIX = re.compile(r"^\[\d\d:\d\d:\d\d\] task=\S+ \| ", re.M)
 CHAINED = ("\nThe above exception was the direct cause", "\nDuring handling of the above exception")
 GROUP_PREFIX = re.compile(r"^\s*[|+] ?")
 GROUP_SEPARATOR = re.compile(r"^\s*\+-")
@@ -30,6 +32,7 @@ STDLIB = re.compile(r"/lib/python\d+(?:\.\d+)?/(.*)$")
 FATAL = "Fatal Python error: "
 KINDS = ("task", "infra", "oom", "segv", "exit")
 MAX_SHOWN_FRAMES = 8
+TRUNCATED = "TruncatedTraceback"  # a traceback cut before its exception line
 LOST_TYPE = {"infra": "WorkerLost", "oom": "MemoryError"}  # crashes that are no exception
 
 
@@ -131,14 +134,19 @@ class Fingerprinter:
     def signature(self, text: str, kind: str | None = None, stage: str | None = None) -> Signature:
         if not text or text.isspace():
             text, kind = "worker lost", kind or "infra"
-        if text.startswith(FATAL) or "(most recent call first):" in text:
-            return self._fault(text)
+        if "] task=" in text:  # lines as Iris' `job logs` prints them
+            text = IRIS_PREFIX.sub("", text)
+        if FATAL in text or "(most recent call first):" in text:
+            dump = min((i for i in map(text.find, DUMP_STARTS) if i >= 0), default=-1)
+            traceback = text.find("Traceback (most recent call last):")
+            if dump >= 0 and (traceback < 0 or dump < traceback):  # whichever comes first is the crash
+                return self._fault(text[dump:])
         if "Exception Group Traceback" in text:
             return self._group(text, kind)
         blocks = _root_and_wrapper(text)
         if blocks:
             stack = self.stack(blocks[0].group(1))
-            exc_type, message = _exception(blocks[0].group(2))
+            exc_type, message = _exception(blocks[0].group(2)) if blocks[0].group(2) else (TRUNCATED, "")
             if not stack.in_app and len(blocks) > 1:  # a library's own chain: the code that called it
                 stack = next((st for m in BLOCK.finditer(text) if (st := self.stack(m.group(1))).in_app), stack)
         else:
@@ -173,7 +181,8 @@ class Fingerprinter:
 
     def _fault(self, text: str) -> Signature:
         """A faulthandler dump: the signal plus the crashing thread's innermost in-app frames."""
-        fatal = text[len(FATAL):text.find("\n")].strip() if text.startswith(FATAL) else ""
+        at = text.find(FATAL)
+        fatal = text[at + len(FATAL):text.find("\n", at) % (len(text) + 1)].strip() if at >= 0 else ""
         start = next((i for i in map(text.find, ("Current thread ", "Stack (most recent", "Thread 0x")) if i >= 0), -1)
         end = text.find("\n\n", start)
         stack = self.stack(text[start:] if end < 0 else text[start:end + 1], True) if start >= 0 else EMPTY
@@ -233,7 +242,7 @@ def _kind(exc_type: str, message: str, given: str | None) -> str:
         return "oom"
     if "Subprocess for shard" in message and "exited with code" in message:
         return "exit"
-    return given if given in KINDS else "task"
+    return given if given in KINDS and given != "segv" else "task"  # a traceback is no native crash
 
 
 def _chosen(frames: list, depth: int) -> list:

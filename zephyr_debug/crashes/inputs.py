@@ -49,9 +49,9 @@ def directory(root: Path, stats: Stats) -> Iterator[Crash]:
 def job(ev: Evidence, stats: Stats) -> list[Crash]:
     """The job's crashes: one per failed attempt. A worker killed with no crash file gets the
     faulthandler dump its log holds (inline runner SIGSEGV), or the kernel's OOM kill of its pid."""
-    crashes = list(ev.crashes)
+    crashes = [_first_report(c) for c in ev.crashes]
     job_dir = Path(ev.source)
-    if not job_dir.is_dir():
+    if not job_dir.is_dir() or not jobstore.is_job_dir(job_dir):
         return crashes
     by_run = {(c.worker, c.shard, c.attempt): c for c in crashes}
     for log in sorted(job_dir.glob("workers/*.log")):
@@ -65,6 +65,15 @@ def job(ev: Evidence, stats: Stats) -> list[Crash]:
                 crash.text, crash.source, crash.line, crash.kind = dump.text, dump.source, dump.line, "segv"
     _oom_kills(job_dir, crashes)
     return crashes
+
+
+def _first_report(crash: Crash) -> Crash:
+    """A loader's crash text may run on past its report (log lines, the next crash): keep the first."""
+    if crash.text.count("\n") > 1:
+        first = next(coalesce(split(crash.text.splitlines(), crash.source)), None)
+        if first is not None:
+            crash.text = first.text
+    return crash
 
 
 def _oom_kills(job_dir: Path, crashes: list[Crash]) -> None:
