@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from zephyr_debug.render.report import Limits, render
 from conftest import FAST
 from benchmarks import report_data
 from benchmarks.report_data import big_evidence
-from test_cli_foundation import assert_one_line_error, zdebug
+from test_cli_foundation import ZDEBUG, assert_one_line_error, zdebug
 
 PLOTLY_BYTES = len(get_plotlyjs().encode())
 
@@ -48,6 +49,7 @@ def assert_offline(page_html: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_report_of_a_skewed_job_highlights_the_straggler_in_chromium(reference_job, jobs_root, tmp_path):
     # The straggler-tail playbook's job (shared with its test through the session cache).
     result = reference_job("skew-shard:3:x8", "slow-worker:1:x6", workers=3, shards=9, stages=1,
@@ -71,6 +73,7 @@ def test_report_of_a_skewed_job_highlights_the_straggler_in_chromium(reference_j
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_5000_shards_on_200_workers_stay_light_and_render(tmp_path):
     ev = big_evidence()
     text = render(ev, **analyses(ev))
@@ -114,7 +117,19 @@ def test_evidence_text_cannot_inject_markup():
     assert text.count("<script") == 2 + text.count('<div class="plot"')  # plotly.js, the figure specs, the drawer
 
 
-def test_unwritable_output_is_a_one_line_error(reference_job, jobs_root, tmp_path):
-    result = reference_job(workers=2, shards=4)
-    proc = zdebug("report", str(result.job_dir), "-o", str(tmp_path / "missing" / "r.html"), home=jobs_root.parent)
+def test_unwritable_output_is_a_one_line_error(tmp_path):
+    log = Path(__file__).parent / "data" / "formats" / "coordinator_pypi.log"
+    proc = zdebug("report", str(log), "-o", str(tmp_path / "missing" / "r.html"), "--json")
     assert_one_line_error(proc, "cannot write")
+
+
+def test_report_of_a_zephyr_log_lands_next_to_where_it_is_run(tmp_path):
+    log = Path(__file__).parent / "data" / "formats" / "coordinator_pypi.log"
+    proc = subprocess.run([*ZDEBUG, "report", str(log.resolve())], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    written = list(tmp_path.glob("zdebug-report-*.html"))
+    assert len(written) == 1 and str(written[0]) in proc.stdout.replace("\n", "")
+    text = written[0].read_text()
+    assert_offline(text)
+    assert text.count('<div class="plot"') == 2  # the stage's timeline and the status series; no samples
