@@ -3,9 +3,9 @@
 zdebug does the stitching a user does by hand with the Iris CLI: the job and its child jobs,
 their tasks (resource usage from each task's own worker: the controller's list-tasks lacks it),
 the Zephyr coordinator endpoint, the job's logs (children included) and the coordinator's
-`get_status` / `get_counters`. What it fetched is written, in the formats Iris prints, to
-`$ZDEBUG_HOME/iris/<controller>/<job>/<snapshot>/` and read back by `evidencedir`: the live view and an
-offline re-run (`zdebug crashes .zdebug/iris/…`) go through the same parsers.
+`get_status` / `get_counters`. What it fetched is written as files (`iris rpc` JSON, log text)
+to `$ZDEBUG_HOME/iris/<controller>/<job>/<snapshot>/` and read back by `evidencedir`: the live
+view and an offline re-run (`zdebug crashes <that dir>`) go through the same parsers.
 
 Every call uses marin-iris's generated Connect clients (protobuf replies, kept as the JSON
 `iris rpc` prints). Actor replies (get_status, get_counters) are pickles: they are read by
@@ -35,7 +35,6 @@ from zephyr_debug.sources import evidencedir, logtext
 
 SCHEME = "iris://"
 RPC_TIMEOUT_MS = 30_000  # generous: a local cluster serves everything from one GIL-bound process
-ACTOR_TIMEOUT_S = 60.0
 MAX_LOG_LINES = 100_000  # newest lines kept (Iris `job logs --tail`)
 KEEP_SNAPSHOTS = 3
 PROFILE_RATE_HZ = 100  # Iris's default is 20
