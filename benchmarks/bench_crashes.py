@@ -154,13 +154,13 @@ def run(quick: bool = False) -> dict:
     q = quality()
     ours_q, drain_q = q["ours"], q.get("drain3")
     crashes, _ = load_corpus()
-    stream = variants(crashes, 20_000 if quick else 200_000)
+    stream = variants(crashes, 5_000 if quick else 200_000)
     fp_rate = throughput(lambda cs: ours(cs), stream)
     two_core_rate = two_core_throughput(stream)
     drain_rate = throughput(drain3, stream[:5_000]) if drain_q else None
     with tempfile.TemporaryDirectory() as tmp:
-        _, small_rss, _ = scan_log(4 if quick else 40, Path(tmp))
-        big_rate, big_rss, read_rate = scan_log(40 if quick else 400, Path(tmp))
+        _, small_rss, _ = scan_log(2 if quick else 40, Path(tmp))
+        big_rate, big_rss, read_rate = scan_log(20 if quick else 400, Path(tmp))
     base = drain_q or q["seed_regex"]
     base_name = "drain3" if drain_q else "seed regex"
     return {

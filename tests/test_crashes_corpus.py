@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from benchmarks import bench_crashes
 from benchmarks.bench_crashes import (CORPUS, PRECISION_TARGET, RECALL_TARGET, load_corpus, ours, pairwise, quality,
                                       variants)
 
@@ -32,3 +35,12 @@ def test_fresh_values_temp_dirs_and_addresses_do_not_change_the_grouping():
     again = variants(crashes, len(crashes), seed=7)
     assert ours(again) == ours(crashes)
     assert pairwise(ours(again), truth)["precision"] >= PRECISION_TARGET
+
+
+@pytest.mark.slow
+def test_benchmark_reports_every_row_in_the_agreed_shape():
+    results = bench_crashes.run(quick=True)
+    assert all(set(r) == {"value", "unit", "baseline", "baseline_value", "ratio", "target", "meets"}
+               for r in results.values())
+    assert results["crashes_precision"]["meets"] and results["crashes_recall"]["meets"]
+    assert results["crashes_fingerprint_throughput_1core"]["value"] > 0
