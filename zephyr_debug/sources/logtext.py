@@ -93,6 +93,12 @@ BY_KEYWORD = {k: tuple((n, _RX[n]) for n in names) for k, names in {
     b"worker ": ("heartbeat_timeout", "stale"),
     b"tasks completed": ("tasks_completed",),
     b"Starting stage ": ("stage_start",),
+    b"retried ": ("retried",),
+    b"shard ": ("worker_error", "stale"),
+    b"Coordinator aborted": ("aborted",),
+    b"method 'run_pipeline' failed": ("pipeline_failed",),
+    b"[coordinator.shutdown]": ("counters", "shutdown"),
+    b"zephyr pipeline: ": ("pipeline",),
 }.items()}
 # Lines whose untimestamped continuation (traceback) belongs to them: keyword -> marker in the line.
 BLOCK_KEYS = {b" Worker ": b" error on shard ", b" method 'run_pipeline' failed": b"failed: "}
@@ -268,7 +274,7 @@ class LogScanner:
         try:
             rec = json.loads(line)
             text, ts = rec["data"], record_ts(rec.get("timestamp"))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             self.tl.bad += 1
             return
         LogScanner(self.tl, self.source).scan_records([(ts, text)])

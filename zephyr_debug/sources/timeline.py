@@ -50,6 +50,7 @@ class Timeline:
         self.status: list[dict] = []
         self.stages: dict[str, StageInfo] = {}
         self.attempts: dict[tuple, dict] = {}
+        self.by_shard: dict[tuple, list[tuple]] = {}  # (stage, shard) -> attempt keys
         self.holding: dict[str, tuple] = {}  # worker -> key of the attempt it runs
         self.workers: dict[str, dict] = {}
         self.crashes: list[Crash] = []
@@ -102,7 +103,7 @@ class Timeline:
         worker, stage, shard, attempt = g[0], g[1], int(g[2]), int(g[3])
         self._stage(stage, 0)
         key = (stage, shard, attempt)
-        row = self.attempts.setdefault(key, {"stage": stage, "shard": shard, "attempt": attempt})
+        row = self.attempts.get(key) or self._add(key)
         row.update(worker=worker, start_ts=ts, outcome="running")
         self.holding[worker] = key
         self._worker(worker, ts, state="busy", shard=shard)
@@ -239,22 +240,26 @@ class Timeline:
         if key is not None and key[1] == shard:
             return self.attempts[key]
         stage = self._current_stage()
-        rows = [k for k in self.attempts if k[0] == stage and k[1] == shard]
+        rows = self.by_shard.get((stage, shard), [])
         open_rows = [k for k in rows if self.attempts[k].get("worker") == worker
                      and self.attempts[k].get("outcome") == "running"]
         if open_rows:
             return self.attempts[open_rows[-1]]
         if attempt is None or (stage, shard, attempt) in self.attempts:
             attempt = max((k[2] for k in rows), default=-1) + 1
-        row = self.attempts[(stage, shard, attempt)] = {"stage": stage, "shard": shard, "attempt": attempt,
-                                                        "worker": worker, "outcome": "running"}
+        return self._add((stage, shard, attempt), worker=worker, outcome="running")
+
+    def _add(self, key: tuple, **fields) -> dict:
+        row = self.attempts[key] = {"stage": key[0], "shard": key[1], "attempt": key[2], **fields}
+        self.by_shard.setdefault(key[:2], []).append(key)
         return row
 
     def _reported(self, worker: str, shard: int) -> dict | None:
         """The failed attempt (by its worker's error line) that a coordinator failure line confirms."""
-        for key in sorted(self.attempts, key=lambda k: -k[2]):
+        keys = self.by_shard.get((self._current_stage(), shard), [])
+        for key in sorted(keys, key=lambda k: -k[2]):
             row = self.attempts[key]
-            if key[1] == shard and row.get("worker") == worker and row.get("outcome") == "failed" \
+            if row.get("worker") == worker and row.get("outcome") == "failed" \
                     and not row.get("_reported"):
                 return row
         return None
@@ -309,10 +314,8 @@ class Timeline:
                 last[shard] = row
         for shard, row in last.items():
             if row.get("outcome") == "failed" and row.get("kind") == INFRA:
-                attempt = row["attempt"] + 1
-                self.attempts[(stage, shard, attempt)] = {"stage": stage, "shard": shard, "attempt": attempt,
-                                                          "worker": None, "start_ts": row.get("end_ts"),
-                                                          "outcome": "running"}
+                self._add((stage, shard, row["attempt"] + 1), worker=None, start_ts=row.get("end_ts"),
+                          outcome="running")
 
 
 def _error_line(lines: list[str]) -> str | None:
