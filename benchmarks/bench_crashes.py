@@ -123,10 +123,12 @@ def scan_log(copies: int, tmp: Path) -> tuple[float, float, float]:
     with open(log, "w") as fh:
         for i in range(copies):
             fh.write(src.replace("shard ", f"shard {i}"))
-    script = ("import resource, sys, time; from zephyr_debug import cli; log = sys.argv[1]; sys.argv = ['zdebug', "
+    # VmHWM (this process image's peak RSS): ru_maxrss would carry the forking parent's peak over.
+    script = ("import re, sys, time; from zephyr_debug import cli; log = sys.argv[1]; sys.argv = ['zdebug', "
               "'crashes', log, '--dedupe', '--json']; t = time.process_time()\nfor _ in open(log, 'rb'): pass\n"
               "read = time.process_time() - t; t = time.process_time()\ntry: cli.main()\nexcept SystemExit: pass\n"
-              "print(read, time.process_time() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)")
+              "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+              "print(read, time.process_time() - t, hwm, file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", script, str(log)], capture_output=True, text=True, check=True)
     read, cpu, rss_kb = proc.stderr.split()[-3:]
     mb = log.stat().st_size / 1e6

@@ -3,41 +3,39 @@ in-app frames (module:function, no line numbers) + the source line there + the m
 template. What is in-app is data (`rules.toml` `[[in_app]]`, plus `--in-app PKG`).
 
 OOM kills group per stage, faulthandler dumps by the crashing thread's in-app frames, infra
-losses by their reason. Frame lines and messages repeat across crashes, so both are memoized:
-the fingerprint path stays a few dict look-ups per line.
+losses by their reason. One code path prints the same frame lines in every crash it causes and
+messages repeat, so frame regions and message templates are memoized: the fingerprint path is
+two regex scans and a few dict look-ups per crash.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from zephyr_debug.crashes.normalize import EXCEPTION_LINE, Normalizer, rules
 
 # `  File "p", line 3, in f` (traceback) and `  File "p", line 3 in f` (faulthandler), plus the
 # source line under it when there is one.
-FRAME = re.compile(r'^[ \t]*File "([^"]*)", line \d+,? in ([^\n]*?)[ \t]*$')
 FRAMES = re.compile(r'File "([^"]*)", line \d+,? in ([^\n]*)\n(?:[ \t]++(?!File ")([^\n]*)\n)?')
 # One traceback: its indented frame lines, then the exception line.
 BLOCK = re.compile(r"Traceback \(most recent call last\):\n((?:[ \t][^\n]*\n)*)([^\n]*)")
-DUMP_STARTS = ("Fatal Python error: ", "Current thread 0x", "Thread 0x", "Stack (most recent call first)")
+FATAL = "Fatal Python error: "
+DUMP_STARTS = (FATAL, "Current thread 0x", "Thread 0x", "Stack (most recent call first)")
 IRIS_PREFIX = re.compile(r"^\[\d\d:\d\d:\d\d\] task=\S+ \| ", re.M)
 CHAINED = ("\nThe above exception was the direct cause", "\nDuring handling of the above exception")
 GROUP_PREFIX = re.compile(r"^\s*[|+] ?")
 GROUP_SEPARATOR = re.compile(r"^\s*\+-")
 SITE = re.compile(r"/(?:site|dist)-packages/(.*)$")
 STDLIB = re.compile(r"/lib/python\d+(?:\.\d+)?/(.*)$")
-FATAL = "Fatal Python error: "
 KINDS = ("task", "infra", "oom", "segv", "exit")
 MAX_SHOWN_FRAMES = 8
 TRUNCATED = "TruncatedTraceback"  # a traceback cut before its exception line
 LOST_TYPE = {"infra": "WorkerLost", "oom": "MemoryError"}  # crashes that are no exception
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
     name: str  # module:function
     in_app: bool
 
@@ -75,7 +73,7 @@ class Fingerprinter:
         self.in_app_rules = [(re.compile(rf"^{re.escape(pkg)}(?:\.|$)"), True) for pkg in in_app]
         self.in_app_rules += [(re.compile(r["module"]), bool(r["in_app"])) for r in config.get("in_app", [])]
         self.norm = Normalizer(config["masks"])
-        self._frames: dict[str, Frame | None] = {}
+        self._frames: dict[tuple[str, str], Frame] = {}
         self._signatures: dict[tuple, Signature] = {}
         self._regions: dict[tuple, Stack] = {}
 
@@ -181,8 +179,10 @@ class Fingerprinter:
 
     def _fault(self, text: str) -> Signature:
         """A faulthandler dump: the signal plus the crashing thread's innermost in-app frames."""
-        at = text.find(FATAL)
-        fatal = text[at + len(FATAL):text.find("\n", at) % (len(text) + 1)].strip() if at >= 0 else ""
+        fatal = ""
+        if (at := text.find(FATAL)) >= 0:
+            eol = text.find("\n", at)
+            fatal = text[at + len(FATAL):eol if eol >= 0 else None].strip()
         start = next((i for i in map(text.find, ("Current thread ", "Stack (most recent", "Thread 0x")) if i >= 0), -1)
         end = text.find("\n\n", start)
         stack = self.stack(text[start:] if end < 0 else text[start:end + 1], True) if start >= 0 else EMPTY

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 import time
-from functools import lru_cache
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from functools import lru_cache
+from dataclasses import dataclass
 
 from zephyr_debug.model import Crash
 
@@ -52,7 +52,6 @@ class Stats:
     skipped: int = 0
     truncated: int = 0
     reports: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
