@@ -34,7 +34,8 @@ def _prefix(ts: float, form: int, level: str = "INFO") -> str:
         return f"{time.strftime('%Y-%m-%d %H:%M:%S', t)},{int(ts * 1000) % 1000:03d} {level} zephyr.execution: "
     if form == 1:
         return f"{level[0]}{time.strftime('%Y%m%d %H:%M:%S', t)} 140415056467648 zephyr.execution "
-    return f"{time.strftime('[%H:%M:%S]', t)} task=/root/job/0 | {level[0]}{time.strftime('%Y%m%d %H:%M:%S', t)} 1404 zephyr.execution "
+    glog = f"{level[0]}{time.strftime('%Y%m%d %H:%M:%S', t)} 1404 zephyr.execution "
+    return f"{time.strftime('[%H:%M:%S]', t)} task=/root/job/0 | {glog}"
 
 
 def _worker(i: int) -> str:
@@ -71,7 +72,8 @@ def generate(path: Path, size: int, seed: int = 7) -> dict:
             if tick % 360 == 180:  # every 30 min the holder of the stuck shard dies
                 w = _worker(rnd.randrange(ALIVE))
                 n = expected["requeues"] + 1
-                lines.append(_prefix(ts, form, "WARNING") + f"Zephyr worker {w} failed to heartbeat within timeout (121.3s)")
+                lines.append(_prefix(ts, form, "WARNING")
+                             + f"Zephyr worker {w} failed to heartbeat within timeout (121.3s)")
                 lines.append(_prefix(ts, form, "WARNING") + f"Shard {STUCK} requeued from worker {w} due to infra "
                              f"failure (preemption/heartbeat). Total generation: {n + 1}, task errors so far: 0/3, "
                              f"infra-while-in-flight: {n}/20.")

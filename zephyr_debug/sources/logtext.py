@@ -1,6 +1,6 @@
 """Zephyr/Iris log text -> Evidence: the timeline rebuilt from coordinator and worker lines.
 
-Speed comes from one compiled regex over large chunks: every event line holds one of a few
+Speed comes from one compiled regex over 1 MiB buffers: every event line holds one of a few
 keywords after a space (`KEYWORDS`), so the regex has a literal prefix and the scan runs in C;
 only the lines it hits are parsed (prefix, then the message regexes in `MESSAGES`). Any line
 prefix is accepted: Python logging, glog-like, Iris `[hh:mm:ss] task=… |`, or none. Tracebacks
@@ -16,8 +16,9 @@ import json
 import multiprocessing
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime
 from pathlib import Path
 
 from zephyr_debug.errors import ZdebugError
@@ -33,9 +34,9 @@ BLOCK_BYTES = 256 << 10  # most text kept after an error line (traceback) or bef
 SNIFF_BYTES = 64 << 10
 
 # Words that every event line carries after a space. Common prefix " " -> fast C scan.
-KEYWORDS = [b"workers ", b"complete, ", b"Shard ", b"shard ", b"worker ", b"Worker ", b"tasks completed", b"Starting stage ",
-            b"Executing stage ", b"retried ", b"Coordinator aborted", b"method 'run_pipeline' failed",
-            b"[coordinator.shutdown]", b"zephyr pipeline: "]
+KEYWORDS = [b"workers ", b"complete, ", b"Shard ", b"shard ", b"worker ", b"Worker ", b"tasks completed",
+            b"Starting stage ", b"Executing stage ", b"retried ", b"Coordinator aborted",
+            b"method 'run_pipeline' failed", b"[coordinator.shutdown]", b"zephyr pipeline: "]
 EVENT_RE = re.compile(b" (?:" + b"|".join(re.escape(k) for k in KEYWORDS) + b")")
 SPAM = b"pull_task"
 
@@ -316,8 +317,6 @@ def record_ts(value) -> float | None:
         v = float(value)
         return v / 1000 if v > 1e11 else v
     if isinstance(value, str) and value:
-        from datetime import datetime
-
         try:
             return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
         except ValueError:

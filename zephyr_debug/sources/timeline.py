@@ -65,12 +65,12 @@ class Timeline:
         self.source_now = source
 
     # -- events --------------------------------------------------------------------------
-    def event(self, name: str, ts: float | None, g: list, source: str, offset: int, block: str | None) -> None:
+    def event(self, name: str, ts: float | None, g: list, source: str, line: int | None, block: str | None) -> None:
         self.events += 1
         self.source_now = source
         if ts is not None and (self.last_ts is None or ts > self.last_ts):
             self.last_ts = ts
-        getattr(self, "on_" + name)(ts, g, source, offset, block)
+        getattr(self, "on_" + name)(ts, g, source, line, block)
 
     def on_status(self, ts, g, *_):
         exec_id, stage = g[0], g[1]
@@ -118,7 +118,7 @@ class Timeline:
         self._worker(worker, ts, state="ready", shard=None)
         self.progress = ts
 
-    def on_worker_error(self, ts, g, source, offset, block):
+    def on_worker_error(self, ts, g, source, line, block):
         worker, shard = g[0], int(g[1])
         row = self._attempt(worker, shard, ts)
         text = block or ""
@@ -130,7 +130,7 @@ class Timeline:
             row["elapsed_s"] = ts - row["start_ts"]
         self.holding.pop(worker, None)
         self._worker(worker, ts, state="ready", shard=None)
-        self.crashes.append(Crash(text=text, source=source, line=offset, stage=row["stage"], shard=shard,
+        self.crashes.append(Crash(text=text, source=source, line=line, stage=row["stage"], shard=shard,
                                   attempt=row.get("attempt"), worker=worker, kind=failure or TASK, ts=ts))
 
     def on_task_requeue(self, ts, g, *_):
@@ -141,9 +141,9 @@ class Timeline:
             row.update(end_ts=ts, outcome="failed", kind=TASK, error=row.get("error") or "task error")
         self.holding.pop(worker, None)
 
-    def on_task_abort(self, ts, g, source, offset, block):
+    def on_task_abort(self, ts, g, source, line, block):
         shard, n, worker = int(g[0]), int(g[1]), g[3]
-        self.on_task_requeue(ts, [g[0], worker, str(n)], source, offset, block)
+        self.on_task_requeue(ts, [g[0], worker, str(n)], source, line, block)
         self.fatal = self.fatal or f"Shard {shard} failed {n} times (max {g[2]}), last failure on worker {worker}."
 
     def on_infra_requeue(self, ts, g, source, line, _block):
@@ -167,8 +167,9 @@ class Timeline:
     def on_infra_abort(self, ts, g, source, line, _block):
         shard, n, worker = int(g[0]), int(g[1]), g[3]
         self._infra_failure(ts, shard, worker, f"crashed worker {worker}", f"{n}/{g[2]}", source, line)
-        self.fatal = self.fatal or (f"Shard {shard} crashed its worker {n} times (max {g[2]} infra failures while "
-                                    f"in flight); treating as a deterministic crasher. Last failure on worker {worker}.")
+        self.fatal = self.fatal or (f"Shard {shard} crashed its worker {n} times (max {g[2]} infra failures "
+                                    f"while in flight); treating as a deterministic crasher. "
+                                    f"Last failure on worker {worker}.")
 
     def on_registered(self, ts, g, *_):
         self.registered_any = True
@@ -203,7 +204,7 @@ class Timeline:
     def on_aborted(self, ts, g, *_):
         self.fatal = self.fatal or g[0].strip()
 
-    def on_pipeline_failed(self, ts, g, source, offset, block):
+    def on_pipeline_failed(self, ts, g, source, line, block):
         text = (block or g[0]).split("failed: ", 1)[-1].strip()
         self.fatal_detail = text
         self.fatal = self.fatal or text.splitlines()[0]
