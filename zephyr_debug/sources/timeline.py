@@ -153,6 +153,8 @@ class Timeline:
 
     def _infra_failure(self, ts, shard: int, worker: str, what: str, count: str, source, line) -> dict:
         row = self._attempt(worker, shard, ts, attempt=None)
+        if row.get("start_ts") is None:  # no Executing line (coordinator log): held since the last requeue
+            row["start_ts"] = self._since(row)
         reason = self.workers.get(worker, {}).get("reason") or "preemption/heartbeat"
         error = f"{what} due to infra failure ({reason}); infra failures while in flight {count}"
         row.update(end_ts=ts, outcome="failed", kind=INFRA, error=error, reason=reason)
@@ -254,6 +256,15 @@ class Timeline:
         row = self.attempts[key] = {"stage": key[0], "shard": key[1], "attempt": key[2], **fields}
         self.by_shard.setdefault(key[:2], []).append(key)
         return row
+
+    def _since(self, row: dict) -> float | None:
+        """When a shard that no Executing line shows started: the end of its previous attempt (a
+        requeued shard in a tail is handed out at once), else its stage's start."""
+        keys = [k for k in self.by_shard.get((row["stage"], row["shard"]), []) if k[2] < row["attempt"]]
+        if keys:
+            return self.attempts[max(keys, key=lambda k: k[2])].get("end_ts")
+        info = self.stages.get(row["stage"])
+        return info.start_ts if info else None
 
     def _reported(self, worker: str, shard: int) -> dict | None:
         """The failed attempt (by its worker's error line) that a coordinator failure line confirms."""
