@@ -59,6 +59,7 @@ def test_docs_form_stuck_tail_with_infra_requeues():
     infra = ev.attempts[ev.attempts["kind"] == "infra"]
     assert list(infra["shard"]) == [4321, 4321]
     assert list(infra["worker"]) == ["zephyr-9f8e-p0-workers-7", "zephyr-9f8e-p0-workers-11"]
+    assert list(infra["elapsed_s"]) == [3600, 6 * 3600]  # from the stage start, then from the requeue
     running = ev.attempts[ev.attempts["outcome"] == "running"]
     assert list(running["shard"]) == [4321] and running["start_ts"].iloc[0] == infra["end_ts"].iloc[-1]
     assert [c.location.rsplit(":", 1)[1] for c in ev.crashes] == ["4", "6"]
