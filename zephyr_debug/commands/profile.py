@@ -78,6 +78,8 @@ def register(app: typer.Typer) -> None:
         gil: bool = typer.Option(False, "--gil", help="Only samples holding the GIL; reports the GIL-holding share."),
         idle: bool = typer.Option(True, "--idle/--no-idle", help="Sample idle threads too (needed to measure waiting)."),
         subprocesses: bool = SUBPROCESSES,
+        nonblocking: bool = typer.Option(True, "--nonblocking/--blocking", help="--blocking pauses the worker "
+                                         "for each sample: exact stacks, much more overhead on a busy host."),
         output: Path = typer.Option(None, "-o", "--output", help="Speedscope file to write "
                                     "(default: <job dir>/profiles/ for a worker, else the current dir)."),
         as_json: bool = JSON,
@@ -85,7 +87,8 @@ def register(app: typer.Typer) -> None:
         """Sample a pid or a job's worker with py-spy; write a speedscope file; print the verdict."""
         resolved = resolve(target, job, straggler)
         rec = pyspy.record(resolved.pid, output or _default_output(resolved), duration_s=duration, rate=rate,
-                           gil=gil, idle=idle, subprocesses=with_subprocesses(resolved, subprocesses))
+                           gil=gil, idle=idle, subprocesses=with_subprocesses(resolved, subprocesses),
+                           nonblocking=nonblocking)
         doc = speedscope.load(rec.path)
         speedscope.write(doc, rec.path)
         summary = summarize_profile(doc, duration_s=rec.duration_s, gil=gil, source=resolved.label)

@@ -70,14 +70,17 @@ def _fail(pid: int, output: str, returncode: int) -> ZdebugError:
 
 
 def record(pid: int, out: Path, *, duration_s: int = 10, rate: int = 100, gil: bool = False,
-           idle: bool = True, subprocesses: bool = False) -> Recording:
-    """Sample `pid` for `duration_s` into a speedscope file at `out` (py-spy's own output, unfixed)."""
+           idle: bool = True, subprocesses: bool = False, nonblocking: bool = True) -> Recording:
+    """Sample `pid` for `duration_s` into a speedscope file at `out` (py-spy's own output, unfixed).
+
+    `nonblocking` (default) reads the stacks without pausing the process: pausing it 100 times a
+    second cost a busy host's worker far more than the 5 % budget (benchmarks/bench_profile.py)."""
     exe = executable()
     check_pid(pid)
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = [exe, "record", "--pid", str(pid), "--format", "speedscope", "--output", str(out),
            "--duration", str(duration_s), "--rate", str(rate)]
-    cmd += ["--gil"] * gil + ["--idle"] * idle + ["--subprocesses"] * subprocesses
+    cmd += ["--gil"] * gil + ["--idle"] * idle + ["--subprocesses"] * subprocesses + ["--nonblocking"] * nonblocking
     start = time.monotonic()
     with tempfile.TemporaryFile("w+") as log, progress(f"py-spy: sampling pid {pid} for {duration_s}s",
                                                         total=duration_s) as advance:
