@@ -8,6 +8,7 @@ import json
 import jsonschema
 import pytest
 
+from zephyr_debug.errors import ZdebugError
 from zephyr_debug.profile import speedscope
 from zephyr_debug.profile.summary import default_rules, summarize
 
@@ -65,3 +66,22 @@ def test_no_samples_is_a_verdict_not_a_crash():
                                         "endValue": 0, "samples": [], "weights": []}]})
     jsonschema.validate(doc, SCHEMA)
     assert summarize(doc)["verdict"] == "no-samples"
+
+
+@pytest.mark.parametrize("breakage, message", [
+    (lambda d: (d["profiles"][0]["samples"].append([0, 99]), d["profiles"][0]["weights"].append(0.01)),
+     "sample 1 is not a list of frame indices below 4"),
+    (lambda d: d["profiles"][0]["weights"].pop(), "same length"),
+    (lambda d: d["profiles"][0].update(type="flamegraph"), "unknown profile type 'flamegraph'"),
+    (lambda d: d["profiles"][0]["weights"].__setitem__(0, "1"), "sample 0"),
+])
+def test_malformed_files_are_one_line_errors(tmp_path, breakage, message):
+    doc = {"$schema": speedscope.SCHEMA_URL, "shared": {"frames": copy.deepcopy(FRAMES)},
+           "profiles": [{"type": "sampled", "name": "t", "unit": "seconds", "startValue": 0, "endValue": 0.01,
+                         "samples": [[0, 1]], "weights": [0.01]}]}
+    breakage(doc)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ZdebugError, match=message) as exc:
+        speedscope.load(path)
+    assert str(exc.value).startswith(f"{path}: profiles[0]")

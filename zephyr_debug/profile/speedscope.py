@@ -35,7 +35,40 @@ def load(path: Path) -> dict:
         doc = _from_iris(path, doc)
     if not isinstance(doc, dict) or not isinstance(doc.get("profiles"), list):
         raise ZdebugError(f"{path}: not a speedscope file (no `profiles` list)")
-    return fix(doc)
+    doc = fix(doc)
+    _check(path, doc)
+    return doc
+
+
+def _check(path: Path, doc: dict) -> None:
+    """Stacks, weights and events that `samples()` can read, or one line saying what is wrong."""
+    n = len(doc["shared"]["frames"])
+
+    def frame_ok(index) -> bool:
+        return isinstance(index, int) and not isinstance(index, bool) and 0 <= index < n
+
+    def number(value) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    for i, p in enumerate(doc["profiles"]):
+        where = f"{path}: profiles[{i}]"
+        if p.get("type") == "sampled":
+            stacks, weights = p["samples"], p["weights"]
+            if not isinstance(stacks, list) or not isinstance(weights, list) or len(stacks) != len(weights):
+                raise ZdebugError(f"{where}: `samples` and `weights` must be lists of the same length")
+            bad = next((j for j, (s, w) in enumerate(zip(stacks, weights))
+                        if not isinstance(s, list) or not all(map(frame_ok, s)) or not number(w)), None)
+            if bad is not None:
+                raise ZdebugError(f"{where}: sample {bad} is not a list of frame indices below {n} with a number weight")
+        elif p.get("type") == "evented":
+            events = p.get("events")
+            bad = next((j for j, e in enumerate(events) if not isinstance(e, dict) or e.get("type") not in ("O", "C")
+                        or not frame_ok(e.get("frame")) or not number(e.get("at"))), None) \
+                if isinstance(events, list) else 0
+            if bad is not None:
+                raise ZdebugError(f"{where}: event {bad} is not {{type O|C, frame below {n}, at}}")
+        else:
+            raise ZdebugError(f"{where}: unknown profile type {str(p.get('type'))[:40]!r} (sampled or evented)")
 
 
 def _from_iris(path: Path, reply: dict) -> dict:
@@ -57,20 +90,23 @@ def fix(doc: dict) -> dict:
     doc = _drop_nulls(doc)
     doc["$schema"] = SCHEMA_URL
     shared = doc.get("shared") if isinstance(doc.get("shared"), dict) else {}
-    frames = [_drop_nulls(f) for f in shared.get("frames") or [] if isinstance(f, dict)]
+    frames = [_drop_nulls(f) if isinstance(f, dict) else {"name": "?"} for f in shared.get("frames") or []]
     for frame in frames:
         frame["name"] = str(frame.get("name", "?"))
     doc["shared"] = {**shared, "frames": frames}
     profiles = []
     for i, profile in enumerate(doc["profiles"]):
-        profile = _drop_nulls(profile)
+        profile = _drop_nulls(profile) if isinstance(profile, dict) else {"type": type(profile).__name__}
         profile.setdefault("name", f"profile {i}")
         profile.setdefault("unit", "none")
         profile.setdefault("startValue", 0)
         if profile.get("type") == "sampled":
             profile.setdefault("samples", [])
-            profile.setdefault("weights", [1] * len(profile["samples"]))
-            profile.setdefault("endValue", sum(profile["weights"]))
+            stacks = profile["samples"] if isinstance(profile["samples"], list) else []
+            profile.setdefault("weights", [1] * len(stacks))
+            if "endValue" not in profile:
+                weights = profile["weights"] if isinstance(profile["weights"], list) else []
+                profile["endValue"] = sum(w for w in weights if isinstance(w, (int, float)))
         profiles.append(profile)
     doc["profiles"] = profiles
     return doc
@@ -94,10 +130,8 @@ def samples(doc: dict) -> pd.DataFrame:
     for profile in doc["profiles"]:
         if profile.get("type") == "sampled":
             pairs = zip(profile["samples"], profile["weights"])
-        elif profile.get("type") == "evented":
-            pairs = _evented_stacks(profile.get("events", []))
         else:
-            continue
+            pairs = _evented_stacks(profile["events"])
         rows.extend({"thread": profile["name"], "weight": float(w), "stack": tuple(s)} for s, w in pairs if s)
     table = pd.DataFrame(rows, columns=SAMPLE_COLUMNS[1:])
     table.insert(0, "sample", range(len(table)))
