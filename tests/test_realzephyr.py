@@ -97,13 +97,21 @@ def test_task_error_on_every_attempt_aborts(real):
     assert len(crashes) == 3
     for crash in crashes:
         assert "error on shard 2" in line_at(crash.location) and "Traceback" in crash.text
+    assert_crash_group(real["raise"], "task", "ValueError", 2)
 
 
-@pytest.mark.parametrize("scenario,kind,code,marker", [
-    ("sigkill", "oom", -9, "killed by SIGKILL"),
-    ("segv", "segv", -11, "Fatal Python error: Segmentation fault"),
+def assert_crash_group(job: Path, kind: str, exception: str, shard: int) -> None:
+    groups = zdebug("crashes", str(job), "--dedupe")["groups"]
+    group = next(g for g in groups if g["kind"] == kind)
+    assert group["exception"] == exception and group["shards"] == [shard] and group["count"] == 3
+    assert all(m.startswith(str(job / "coordinator.log") + ":") for m in group["members"])
+
+
+@pytest.mark.parametrize("scenario,kind,code,marker,exception", [
+    ("sigkill", "oom", -9, "killed by SIGKILL", "MemoryError"),
+    ("segv", "segv", -11, "Fatal Python error: Segmentation fault", "SIGSEGV"),
 ])
-def test_subprocess_shard_deaths(real, scenario, kind, code, marker):
+def test_subprocess_shard_deaths(real, scenario, kind, code, marker, exception):
     status = zdebug("status", str(real[scenario]))
     assert status["state"] == "failed" and "Shard 1 failed 3 times" in status["fatal_error"]
     ev = load(str(real[scenario]))
@@ -114,3 +122,4 @@ def test_subprocess_shard_deaths(real, scenario, kind, code, marker):
     report = zdebug("stragglers", str(real[scenario]))
     causes = {f["shard"]: f["causes"] for f in report["findings"]}
     assert "crash-loop" in causes[1]
+    assert_crash_group(real[scenario], kind, exception, 1)
