@@ -104,9 +104,51 @@ class EventLog:
             self._fh.close()
 
 
+# What a well-formed event carries: the JSON type of a field wherever it appears, and the
+# fields each event type must have. Lines that break these are skipped like garbage.
+_NUM, _INT = (int, float), (int,)
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "ts": _NUM, "type": (str,), "execution_id": (str,), "config": (dict,), "url": (str,), "pid": _INT,
+    "runner": (str,), "faults": (list,), "memory_limit_mb": _NUM, "stage": (str,), "index": _INT, "total": _INT,
+    "completed": _INT, "in_flight": _INT, "queue_depth": _INT, "retries": _INT, "alive": _INT, "registered": _INT,
+    "dead": _INT, "progress_time": _NUM, "shard": _INT, "attempt": _INT, "worker": (str,), "items": _INT,
+    "bytes": _INT, "elapsed_s": _NUM, "returncode": _INT, "peak_rss_bytes": _INT, "crash_file": (str,),
+    "kind": (str,), "error": (str,), "failure": (str,), "reason": (str,), "rss_bytes": _INT,
+    "rss_peak_bytes": _INT, "cpu_pct": _NUM, "disk_bytes": _INT, "state": (str,), "fatal_error": (str,),
+}
+REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
+    "stage_start": ("stage", "index", "total"), "stage_end": ("stage",),
+    "assign": ("stage", "shard", "attempt", "worker"), "shard_done": ("stage", "shard", "attempt", "worker"),
+    "shard_failed": ("stage", "shard", "attempt", "worker", "kind"), "heartbeat": ("worker",),
+    "worker_registered": ("worker",), "worker_state": ("worker",),
+}
+MAX_TS = 1e11  # year 5138: later (or negative, or NaN) timestamps are garbage
+MAX_INT = 1 << 63
+
+
+def well_formed(event: object) -> bool:
+    """An event dict whose known fields have their types (None allowed unless required)."""
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return False
+    ts = event.get("ts")
+    if isinstance(ts, bool) or not isinstance(ts, _NUM) or not 0 <= ts < MAX_TS:
+        return False
+    if any(event.get(name) is None for name in REQUIRED_FIELDS.get(event["type"], ())):
+        return False
+    for name, value in event.items():
+        types = FIELD_TYPES.get(name)
+        if value is None or types is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            return False
+        if isinstance(value, (int, float)) and not -MAX_INT < value < MAX_INT:  # also rejects NaN
+            return False
+    return True
+
+
 def read_events(path: Path, warnings: list[str] | None = None) -> Iterator[dict]:
     """Events of one events.jsonl. Bad lines (a truncated last line from a killed
-    coordinator, garbage) are skipped and counted into `warnings`, never fatal."""
+    coordinator, garbage, fields of the wrong type) are skipped and counted into `warnings`, never fatal."""
     bad: list[int] = []
     try:
         fh = open(path, "rb")
@@ -116,11 +158,11 @@ def read_events(path: Path, warnings: list[str] | None = None) -> Iterator[dict]
         for lineno, raw in enumerate(fh, 1):
             try:
                 event = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly nested JSON
                 if raw.strip():
                     bad.append(lineno)
                 continue
-            if isinstance(event, dict) and "type" in event and isinstance(event.get("ts"), (int, float)):
+            if well_formed(event):
                 yield event
             else:
                 bad.append(lineno)

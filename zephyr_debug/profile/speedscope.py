@@ -29,7 +29,7 @@ def load(path: Path) -> dict:
         doc = json.loads(path.read_bytes())
     except OSError as exc:
         raise ZdebugError(f"{path}: cannot read ({exc.strerror})") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
         raise ZdebugError(f"{path}: not JSON ({exc})") from None
     if isinstance(doc, dict) and ("profile_data" in doc or "profileData" in doc):
         doc = _from_iris(path, doc)
@@ -77,7 +77,7 @@ def _from_iris(path: Path, reply: dict) -> dict:
         raise ZdebugError(f"{path}: Iris profile reply has no profile_data (error: {reply.get('error') or 'none'})")
     try:
         return json.loads(base64.b64decode(data, validate=True))
-    except (binascii.Error, ValueError):
+    except (binascii.Error, ValueError, RecursionError):
         raise ZdebugError(f"{path}: profile_data is not base64 speedscope JSON") from None
 
 

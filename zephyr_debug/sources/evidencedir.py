@@ -79,6 +79,8 @@ def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
         if exc.msg == "Extra data" and body.startswith(b"{"):
             return "log", None  # JSON lines: Iris log records
         raise ZdebugError(f"{file}:{exc.lineno}: invalid or truncated JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ZdebugError(f"{file}:1: JSON nested too deeply") from None
     if tasks.is_task_logs(data):
         return "records", tasks.log_records(data)
     if tasks.is_tasks(data):

@@ -148,7 +148,7 @@ def parse(text: str, source: str) -> JobStatus | None:
     if body.startswith('"'):
         try:
             body = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ZdebugError(f"{source}:{getattr(exc, 'lineno', 1)}: broken JSON string ({exc})") from None
         if not isinstance(body, str):
             return None
@@ -156,7 +156,7 @@ def parse(text: str, source: str) -> JobStatus | None:
     elif body.startswith("{"):
         try:
             return from_dict(json.loads(body))
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     if not body.startswith("JobStatus("):
         return None
