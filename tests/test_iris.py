@@ -12,6 +12,7 @@ the test process only.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -38,6 +39,7 @@ BIN = Path(sys.executable).parent
 TESTS = Path(__file__).parent
 SLOW_SHARD, CRASH_SHARD = 4, 2
 CLUSTER_YAML = """\
+auth: {static: {tokens: {dev-token-123: developer}}}
 platform: {local: {}}
 controller: {local: {port: 0}}
 worker_provider: {}
@@ -73,10 +75,10 @@ class PeakRss(threading.Thread):
             self.peak = max(self.peak, total)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    root = tmp_path_factory.mktemp("iris-cluster")
-    (root / "cluster.yaml").write_text(CLUSTER_YAML)
+@contextlib.contextmanager
+def running_cluster(root: Path, config: str):
+    """`iris --config <yaml> cluster start --local` in `root`; yields (url, peak RSS sampler)."""
+    (root / "cluster.yaml").write_text(config)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # py-spy for profile-task
     with open(root / "cluster.log", "wb") as log:
         proc = subprocess.Popen([str(BIN / "iris"), "--config", "cluster.yaml", "cluster", "start", "--local"],
@@ -88,11 +90,17 @@ def cluster(tmp_path_factory):
         while not (found := re.search(r"Controller started at (http://\S+)", (root / "cluster.log").read_text())):
             assert proc.poll() is None and time.time() < deadline, (root / "cluster.log").read_text()[-2000:]
             time.sleep(0.5)
-        yield SimpleNamespace(url=found.group(1), root=root, rss=rss, started=time.time())
+        yield found.group(1), rss
     finally:
         _stop(proc)
         rss.stop.set()
-        print(f"\niris cluster: peak RSS of the cluster process tree {rss.peak / 2**20:.0f} MiB")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with running_cluster(tmp_path_factory.mktemp("iris-cluster"), CLUSTER_YAML) as (url, rss):
+        yield SimpleNamespace(url=url, rss=rss, started=time.time())
+    print(f"\niris cluster: peak RSS of the cluster process tree {rss.peak / 2**20:.0f} MiB")
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -127,9 +135,9 @@ def submit(url: str, name: str, argv: list[str], env: dict[str, str]) -> str:
     return str(FrayIrisClient(url).submit(request).job_id)
 
 
-def zdebug(home: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "zdebug"), *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "ZDEBUG_HOME": str(home), "COLUMNS": "200"})
+def zdebug(home: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([str(BIN / "zdebug"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "ZDEBUG_HOME": str(home), "COLUMNS": "200"})
 
 
 def target(url: str, job: str) -> str:
@@ -158,18 +166,26 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
             error = exc.message
     flagged = time.time() - cluster.started
 
-    findings = json.loads(zdebug(tmp_path, "stragglers", live, "--json").stdout)["findings"]
+    # The commands as a user runs them, side by side (each fetches its own snapshot).
+    runs = {cmd: zdebug(tmp_path, cmd, live, "--json", *extra) for cmd, *extra in
+            [("stragglers",), ("status",), ("crashes", "--dedupe"), ("workers",)]}
+    unknown_job = zdebug(tmp_path, "status", target(cluster.url, "/root/no-such-job"))
+    out = {}
+    for cmd, run in runs.items():
+        stdout, stderr = run.communicate(timeout=180)
+        assert run.returncode == 0, f"zdebug {cmd}: {stderr}"
+        out[cmd] = json.loads(stdout)
+    findings = out["stragglers"]["findings"]
     slow = next(f for f in findings if f["shard"] == SLOW_SHARD)
     assert slow["stage"] == "stage0-Map" and slow["ratio_to_median"] >= 2, slow
     assert live in " ".join(slow["next"] if isinstance(slow["next"], list) else [slow["next"]])
 
-    status = json.loads(zdebug(tmp_path, "status", live, "--json").stdout)
+    status = out["status"]
     assert status["state"] == "running" and status["source"] == live
     assert status["stage"] == "stage0-Map" and status["total"] == 6 and status["in_flight"] >= 1
     assert any(s["shard"] == SLOW_SHARD for s in status["stragglers"]), status
 
-    crashes = zdebug(tmp_path, "crashes", live, "--dedupe", "--json")
-    groups = json.loads(crashes.stdout)["groups"]
+    groups = out["crashes"]["groups"]
     assert [(g["count"], g["exception"]) for g in groups] == [(2, "ValueError")], groups
     assert "schema mismatch" in groups[0]["message"] and groups[0]["shards"] == [CRASH_SHARD]
     for member in groups[0]["members"]:  # file:line of the worker's error line in the fetched logs
@@ -178,7 +194,7 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
 
     ev = load(live)
     assert ev.live is not None and not ev.warnings, ev.warnings  # get_status, worker usage: all fetched
-    workers = json.loads(zdebug(tmp_path, "workers", live, "--json").stdout)["workers"]
+    workers = out["workers"]["workers"]
     assert len(workers) == 2 and all(w["worker"].startswith("zephyr-zdebug-test-") for w in workers), workers
     assert max(w["memory_mb"] or 0 for w in workers) > 50, workers  # from the Iris worker's own list-tasks
 
@@ -191,8 +207,23 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
                          ("iris://127.0.0.1:9/root/job", "unreachable")]:
         with pytest.raises(ZdebugError, match=message):
             load(bad)
-    out = zdebug(tmp_path, "status", target(cluster.url, "/root/no-such-job"))
-    assert out.returncode != 0 and out.stdout == "" and out.stderr.count("\n") == 1, out.stderr
+    stdout, stderr = unknown_job.communicate(timeout=120)
+    assert unknown_job.returncode != 0 and stdout == "" and stderr.count("\n") == 1, stderr
     assert cluster.rss.peak < 3 * 2**30, f"cluster tree peak RSS {cluster.rss.peak / 2**20:.0f} MiB"
     print(f"\nstraggler flagged {flagged:.0f}s after the cluster came up; peak RSS so far "
           f"{cluster.rss.peak / 2**20:.0f} MiB")
+
+
+def test_auth_required(cluster, tmp_path):
+    """The cluster has token auth. A loopback caller without a token is trusted as admin (so the
+    other test needs none); a token that `iris login` stored for it and the controller rejects is
+    how to be refused here."""
+    from iris.cluster.token_store import cluster_name_from_url, store_token
+
+    home = tmp_path / "home"
+    store_token(cluster_name_from_url(cluster.url), cluster.url, "not-a-valid-token",
+                store_path=home / ".iris" / "tokens.sqlite")
+    run = subprocess.run([str(BIN / "zdebug"), "status", target(cluster.url, "/developer/job")], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "HOME": str(home), "ZDEBUG_HOME": str(tmp_path)})
+    assert run.returncode != 0 and run.stderr.count("\n") == 1, run.stderr
+    assert "requires authentication" in run.stderr and "iris --controller-url" in run.stderr, run.stderr

@@ -37,6 +37,7 @@ SCHEME = "iris://"
 RPC_TIMEOUT_MS = 30_000  # generous: a local cluster serves everything from one GIL-bound process
 MAX_LOG_LINES = 100_000  # newest lines kept (Iris `job logs --tail`)
 KEEP_SNAPSHOTS = 3
+PRUNE_AFTER_S = 60.0
 PROFILE_RATE_HZ = 100  # Iris's default is 20
 COORDINATOR_RE = re.compile(r"-p(\d+)-coord-\d+$")
 WORKER_TASK_RE = re.compile(r"-workers(?:-a\d+)?/\d+$")  # a task of a Zephyr worker group job
@@ -310,13 +311,19 @@ def _try(fn, *args):
 
 
 def save(got: Fetched, root: Path) -> Path:
-    """The fetched evidence as files `evidencedir` reads: one new snapshot dir per fetch (so
-    concurrent readers never see a half-written one), the newest `KEEP_SNAPSHOTS` kept."""
+    """The fetched evidence as files `evidencedir` reads: one new snapshot dir per fetch, so
+    concurrent zdebug runs never read a half-written or deleted one. Snapshots beyond the newest
+    `KEEP_SNAPSHOTS` go once they are `PRUNE_AFTER_S` old (their readers are long done)."""
     job_dir = root / safe_name(got.url.split("://", 1)[-1]) / safe_name(got.job.strip("/"))
     job_dir.mkdir(parents=True, exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=job_dir))
     for old in sorted(p for p in job_dir.iterdir() if p.is_dir())[:-KEEP_SNAPSHOTS]:
-        shutil.rmtree(old, ignore_errors=True)
+        try:
+            stale = time.time() - old.stat().st_mtime > PRUNE_AFTER_S
+        except OSError:  # another zdebug run pruned it first
+            continue
+        if stale:
+            shutil.rmtree(old, ignore_errors=True)
     with open(out / "job.log", "w", encoding="utf-8") as fh:
         for line in _log_lines(got.logs):
             fh.write(line + "\n")
@@ -367,10 +374,11 @@ def load(target: str) -> Evidence:
 
 
 def _apply_job_state(ev: Evidence, got: Fetched, now: float) -> None:
-    top = next(j for j in got.jobs if j["job_id"] == got.job) if any(j["job_id"] == got.job for j in got.jobs) \
-        else got.jobs[-1]
+    """The Iris job's own state: while it runs the evidence is as of now; once it ended, its end
+    (succeeded / failed / killed) is the job's, unless Zephyr's logs already said it failed."""
+    top = next((j for j in got.jobs if j["job_id"] == got.job), {})  # {}: a prefix of several jobs
     state = JOB_STATES.get(str(top.get("state", "")).removeprefix("JOB_STATE_"))
-    if state is None:  # the Iris job still runs: the evidence is as of now
+    if state is None:
         ev.now = now
         if ev.state in ("unknown", "succeeded") and not (ev.live and ev.live.done):
             ev.state = "running"
