@@ -62,6 +62,13 @@ def test_one_shard_stage_is_never_slow_against_peers_but_can_be_stuck():
     assert f["ratio_to_median"] is None and f["metrics"]["peers"] is None
 
 
+def test_stuck_in_a_later_stage_is_matched_to_its_samples():
+    rows = stage_of(8, secs=10, stage="s0") + stage_of(6, secs=100, stage="s1") + [running("s1", 7, "w3", 200)]
+    flat = samples("w3", "s1", 7, 200, 500, lambda t: min(int((t - 200) * 10), 500))
+    [f] = analyze(make(rows, flat, state="running", now=T0 + 500))["findings"]
+    assert (f["stage"], f["shard"], f["cause"]) == ("s1", 7, "stuck")
+
+
 def test_no_elapsed_verdict_before_enough_peers_finished():
     rows = stage_of(2) + [running("s0", i, f"w{i}", 0) for i in range(2, 8)]
     # shard 2 has run 10x the median, but only 2/8 finished (< 0.75): Spark would not speculate either.

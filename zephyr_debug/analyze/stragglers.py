@@ -28,6 +28,9 @@ from zephyr_debug.model import (
     Evidence,
 )
 
+SHARD_KEYS = ["stage", "shard"]
+STAGE_COLUMNS = ["total", "done", "running", "median_s", "p90_s", "p99_s", "median_items", "median_rate",
+                 "median_cpu", "wall_s"]
 # Primary cause = the first of a finding's causes in this order.
 CAUSES = ["all-workers-dead", "oom", "crash-loop", "dead-holder", "stuck", "slow-worker", "data-skew"]
 
@@ -52,8 +55,7 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds()) -> dict:
     """`{"job", "stages", "tail", "findings", "thresholds"}` (the --json contract)."""
     hb = _heartbeat_interval(ev)
     shards = _shards(ev, hb, th)
-    stages = _stage_stats(ev, shards)
-    shards = _judge(ev, shards, stages, hb, th)
+    stages = _judge(ev, shards, hb, th)
     findings = [_finding(ev, row, hb, th) for row in shards[shards["flag"]].itertuples()]
     findings.sort(key=lambda f: (CAUSES.index(f["cause"]), -(f["elapsed_s"] or 0)))
     return {"job": ev.job, "state": ev.state, "source": ev.source,
@@ -77,105 +79,134 @@ def _heartbeat_interval(ev: Evidence) -> float:
 def _num(frame: pd.DataFrame, col: str) -> pd.Series:
     if col not in frame:
         return pd.Series(np.nan, index=frame.index, dtype=float)
-    return pd.to_numeric(frame[col], errors="coerce")
+    if pd.api.types.is_float_dtype(frame[col]):
+        return frame[col]
+    return pd.to_numeric(frame[col], errors="coerce").astype(float)
 
 
-def _progress(ev: Evidence, hb: float) -> pd.DataFrame:
-    """Per (stage, shard, worker) from heartbeat samples: last items/ts, longest and current
-    no-progress span (seconds), peak RSS and mean CPU while holding the shard."""
+def _progress(ev: Evidence, hb: float, keys: _Keys) -> pd.DataFrame:
+    """Per (stage, shard, worker) key from heartbeat samples: last items/ts, longest and current
+    no-progress span (seconds; a gap of several heartbeats ends a span: the worker died and
+    came back), peak RSS and mean CPU while holding the shard."""
     s = ev.samples
-    cols = ["stage", "shard", "worker", "last_ts", "last_items", "plateau_s", "plateau_now_s", "rss_max", "cpu"]
+    cols = ["last_ts", "last_items", "plateau_s", "plateau_now_s", "rss_max", "cpu"]
+    empty = pd.DataFrame({c: pd.Series(dtype=float) for c in cols})
     if not len(s):
-        empty = pd.DataFrame({c: pd.Series(dtype=float if i > 2 else object) for i, c in enumerate(cols)})
-        return empty.set_index(["stage", "shard", "worker"])
-    s = pd.DataFrame({"stage": s["stage"], "shard": _num(s, "shard"), "worker": s["worker"], "ts": _num(s, "ts"),
-                      "items": _num(s, "items"), "rss": _num(s, "rss_bytes"), "cpu": _num(s, "cpu_pct")})
-    s = s.dropna(subset=["shard", "ts"]).sort_values(["worker", "ts"], kind="stable")
-    key = (s["worker"] != s["worker"].shift()) | (s["shard"] != s["shard"].shift()) | (s["stage"] != s["stage"].shift())
-    # A gap of several heartbeats (the worker died and came back) also ends a no-progress span.
-    gap = s["ts"].diff() > 3 * hb
-    moved = key | gap | (s["items"] != s["items"].shift()) | s["items"].isna()
-    s["run"] = moved.cumsum()
-    span = s.groupby("run")["ts"].agg(["first", "last"])
-    s["plateau"] = s["run"].map(span["last"] - span["first"])
-    g = s.groupby(["stage", "shard", "worker"], sort=False)
-    out = g.agg(last_ts=("ts", "last"), last_items=("items", "last"), plateau_s=("plateau", "max"),
-                plateau_now_s=("plateau", "last"), rss_max=("rss", "max"), cpu=("cpu", "mean"))
-    out.index = out.index.set_levels(out.index.levels[1].astype(int), level=1)
-    return out
+        return empty
+    shard, ts = _num(s, "shard").to_numpy(), _num(s, "ts").to_numpy()
+    key = keys.encode(s["stage"], shard, s["worker"])
+    ok = (key >= 0) & ~np.isnan(ts)
+    if not ok.any():
+        return empty
+    key, ts = key[ok], ts[ok]
+    items, rss, cpu = (_num(s, c).to_numpy()[ok] for c in ("items", "rss_bytes", "cpu_pct"))
+    order = np.lexsort((ts, key))
+    key, ts, items, rss, cpu = key[order], ts[order], items[order], rss[order], cpu[order]
+    moved = np.ones(len(key), dtype=bool)
+    moved[1:] = (key[1:] != key[:-1]) | (np.diff(ts) > 3 * hb) | (items[1:] != items[:-1]) | np.isnan(items[1:])
+    starts = np.flatnonzero(moved)
+    run = np.cumsum(moved) - 1
+    plateau = (np.maximum.reduceat(ts, starts) - ts[starts])[run]
+    frame = pd.DataFrame({"key": key, "ts": ts, "items": items, "plateau": plateau, "rss": rss, "cpu": cpu})
+    return frame.groupby("key", sort=False).agg(
+        last_ts=("ts", "last"), last_items=("items", "last"), plateau_s=("plateau", "max"),
+        plateau_now_s=("plateau", "last"), rss_max=("rss", "max"), cpu=("cpu", "mean"))
+
+
+class _Keys:
+    """Integer codes for (stage, shard, worker): the analysis groups on ints, not strings."""
+
+    def __init__(self, stages: pd.Index, workers: pd.Index, width: int):
+        self.stages, self.workers, self.width = stages, workers, width  # width > every shard number
+
+    def encode(self, stage, shard: np.ndarray, worker) -> np.ndarray:
+        """(stage * width + shard) * (workers + 1) + worker + 1; -1 when unknown."""
+        sc = self.stages.get_indexer(pd.Index(stage))
+        wc = self.workers.get_indexer(pd.Index(worker)) + 1
+        ok = (sc >= 0) & ~np.isnan(shard) & (shard >= 0) & (shard < self.width)
+        key = (sc * self.width + np.nan_to_num(shard).astype(np.int64)) * (len(self.workers) + 1) + wc
+        return np.where(ok, key, -1)
+
+
+def _col(a: pd.DataFrame, name: str) -> np.ndarray:
+    return a[name].to_numpy(dtype=object) if name in a else np.full(len(a), None, dtype=object)
 
 
 def _shards(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
     """One row per (stage, shard): span, attempts, failures, and its current/last attempt."""
     a = ev.attempts
-    cols = ["stage", "shard"]
+    shard = _num(a, "shard").to_numpy()
+    rows = np.flatnonzero(~np.isnan(shard))  # positions in ev.attempts
+    if len(rows) < len(a):
+        a, shard = a.iloc[rows], shard[rows]
     if not len(a):
-        return pd.DataFrame(columns=cols + ["done", "elapsed_s"]).set_index(cols)
-    a = pd.DataFrame({
-        "stage": a["stage"], "shard": _num(a, "shard"), "attempt": _num(a, "attempt").fillna(0),
-        "worker": a["worker"], "start": _num(a, "start_ts"), "end": _num(a, "end_ts"), "outcome": a["outcome"],
-        "kind": a["kind"], "secs": _num(a, "elapsed_s"), "items": _num(a, "items"), "bytes": _num(a, "bytes"),
-        "peak": _num(a, "peak_rss_bytes"), "rc": _num(a, "returncode"),
-        "failure": a["failure"] if "failure" in a else None, "reason": a["reason"] if "reason" in a else None})
-    a = a.dropna(subset=["shard"])
-    a["shard"] = a["shard"].astype(int)
-    running = a["outcome"] == "running"
-    failed = a["outcome"] == "failed"
-    a["secs"] = a["secs"].fillna(a["end"] - a["start"]).where(~running, ev.now - a["start"])
-    progress = _progress(ev, hb)
-    a = a.join(progress["rss_max"], on=["stage", "shard", "worker"])
-    a["rss_max"] = np.fmax(a["rss_max"], a["peak"])
+        return pd.DataFrame(columns=[*SHARD_KEYS, "done", "elapsed_s"])
+    stage_code, stage_names = pd.factorize(a["stage"].fillna(""))
+    worker_code, worker_names = pd.factorize(a["worker"])
+    width = int(max(shard.max(), _num(ev.samples, "shard").max() if len(ev.samples) else 0)) + 1
+    keys = _Keys(pd.Index(stage_names), pd.Index(worker_names), width)
+    shard = shard.astype(np.int64)
+    key = stage_code * width + shard
+    key3 = key * (len(worker_names) + 1) + worker_code + 1
+    outcome, kind = a["outcome"], a["kind"]
+    running = (outcome == "running").to_numpy(dtype=bool)
+    failed = (outcome == "failed").to_numpy(dtype=bool)
+    is_done = (outcome == "done").to_numpy(dtype=bool)
+    start, end, secs = (_num(a, c).to_numpy() for c in ("start_ts", "end_ts", "elapsed_s"))
+    secs = np.where(running, ev.now - start, np.where(np.isnan(secs), end - start, secs))
+    progress = _progress(ev, hb, keys)
+    at = pd.Index(progress.index).get_indexer(key3)
+    seen = at >= 0
+
+    def sampled(col: str, rows: np.ndarray) -> np.ndarray:
+        values = progress[col].to_numpy(dtype=float)
+        return np.where(at[rows] >= 0, values[np.maximum(at[rows], 0)], np.nan) if seen.any() else \
+            np.full(len(rows), np.nan)
+
+    every = np.arange(len(a))
+    rss = np.fmax(sampled("rss_max", every), _num(a, "peak_rss_bytes").to_numpy())
     limit = ev.config.get("memory_limit_mb")
-    near = (a["rss_max"] >= th.memory_near * float(limit) * (1 << 20)) if limit else False
-    a["oom"] = failed & ((a["failure"] == "oom") | (a["rc"] == -9) | near)
-    a["task_fail"] = failed & (a["kind"] == TASK)
-    a["infra_fail"] = failed & (a["kind"] == INFRA)
-    a["burned"] = a["secs"].where(failed, 0.0)
-    a["is_done"] = a["outcome"] == "done"
-    a = a.sort_values(["stage", "shard", "attempt"], kind="stable")
-    g = a.groupby(cols, sort=False)
-    out = g.agg(first_start=("start", "min"), last_end=("end", "max"), done=("is_done", "any"),
-                attempts=("attempt", "size"), task_failures=("task_fail", "sum"),
-                infra_failures=("infra_fail", "sum"), oom_attempts=("oom", "sum"), burned_s=("burned", "sum"),
-                secs_total=("secs", "sum"), rss_max=("rss_max", "max"))
-    last = a.drop_duplicates(cols, keep="last").set_index(cols)
-    out = out.join(last[["worker", "outcome", "start", "secs", "items", "bytes", "reason"]])
-    span_end = out["last_end"].where(out["done"], ev.now)
-    out["elapsed_s"] = (span_end - out["first_start"]).fillna(out["secs_total"])
-    out["failed_workers"] = a[a["task_fail"] | a["infra_fail"]].groupby(cols)["worker"].nunique()
-    out["failed_workers"] = out["failed_workers"].fillna(0).astype(int)
-    out = out.join(progress.drop(columns="rss_max"), on=["stage", "shard", "worker"])
+    near = rss >= th.memory_near * float(limit) * (1 << 20) if limit else np.zeros(len(a), dtype=bool)
+    oom = failed & ((pd.Series(_col(a, "failure")) == "oom").to_numpy() | (_num(a, "returncode").to_numpy() == -9)
+                    | near)
+    task_fail = failed & (kind == TASK).to_numpy(dtype=bool)
+    infra_fail = failed & (kind == INFRA).to_numpy(dtype=bool)
+    order = np.lexsort((_num(a, "attempt").fillna(0).to_numpy(), key))
+    ks = key[order]
+    first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    last = order[np.r_[first[1:] - 1, len(order) - 1]]
+    group = np.empty(len(a), dtype=np.int64)
+    group[order] = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(order)]))
+
+    def total(values: np.ndarray) -> np.ndarray:
+        return np.bincount(group, weights=values, minlength=len(first))
+
+    lost = np.unique(group[task_fail | infra_fail] * (len(worker_names) + 1) + worker_code[task_fail | infra_fail])
+    out = pd.DataFrame({
+        "stage": pd.Categorical.from_codes(stage_code[last], stage_names), "shard": shard[last],
+        "worker": pd.Categorical.from_codes(worker_code[last], worker_names),
+        "row": rows[last], "running": running[last], "last_failed": failed[last],
+        "first_start": np.fmin.reduceat(start[order], first), "last_end": np.fmax.reduceat(end[order], first),
+        "done": total(is_done) > 0, "attempts": np.bincount(group, minlength=len(first)),
+        "task_failures": total(task_fail).astype(int), "infra_failures": total(infra_fail).astype(int),
+        "oom_attempts": total(oom).astype(int), "burned_s": total(np.where(failed, np.nan_to_num(secs), 0.0)),
+        "secs_total": total(np.nan_to_num(secs)), "rss_max": np.fmax.reduceat(rss[order], first),
+        "failed_workers": np.bincount(lost // (len(worker_names) + 1), minlength=len(first)),
+        "start": start[last], "secs": secs[last], "items": _num(a, "items").to_numpy()[last]})
+    for col in ("last_ts", "last_items", "plateau_s", "plateau_now_s", "cpu"):
+        out[col] = sampled(col, last)
+    span_end = np.where(out["done"], out["last_end"], ev.now)
+    elapsed = span_end - out["first_start"].to_numpy()
+    out["elapsed_s"] = np.where(np.isnan(elapsed), out["secs_total"], elapsed)
     # Progress so far of a running attempt comes from its heartbeat samples.
-    live = out["outcome"] == "running"
-    since = (out["last_ts"] - out["start"]).where(out["last_ts"] >= out["start"])
-    out["items"] = out["items"].where(~live, out["last_items"].where(since.notna()))
-    out["rate_secs"] = out["secs"].where(~live, since)
-    out["rate"] = out["items"] / out["rate_secs"].where(out["rate_secs"] > 0)
+    live = out["running"].to_numpy()
+    since = out["last_ts"].to_numpy() - out["start"].to_numpy()
+    since = np.where(since >= 0, since, np.nan)
+    out["items"] = np.where(live, np.where(np.isnan(since), np.nan, out["last_items"]), out["items"])
+    out["rate_secs"] = np.where(live, since, out["secs"])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["rate"] = np.where(out["rate_secs"] > 0, out["items"] / out["rate_secs"], np.nan)
     return out
-
-
-def _stage_stats(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
-    """Per stage: totals and the finished shards' elapsed median/p90/p99, items and rate medians."""
-    bounds = stage_bounds(ev)
-    totals = {s.name: s.total for s in ev.stages}
-    if not len(shards):
-        return pd.DataFrame(columns=["stage", "total", "done", "running"]).set_index("stage")
-    by = shards.groupby(level="stage", sort=False)
-    done = shards[shards["done"]].groupby(level="stage")
-    st = pd.DataFrame({"seen": by.size(), "done": by["done"].sum().astype(int),
-                       "running": by["outcome"].apply(lambda o: int((o == "running").sum()))})
-    st["total"] = [max(totals.get(name, 0), seen) for name, seen in zip(st.index, st["seen"])]
-    st["median_s"] = done["elapsed_s"].median()
-    st["p90_s"] = done["elapsed_s"].quantile(0.9)
-    st["p99_s"] = done["elapsed_s"].quantile(0.99)
-    st["median_items"] = done["items"].median()
-    st["median_rate"] = done["rate"].median()
-    st["median_cpu"] = done["cpu"].median()
-    st["wall_s"] = bounds["wall_s"].reindex(st.index)
-    order = {s.name: s.index for s in ev.stages}
-    st = st.drop(columns="seen").sort_index(key=lambda idx: idx.map(lambda n: order.get(n, len(order))))
-    st.index.name = "stage"
-    return st.round(4)
 
 
 def _loo_quantile(sorted_vals: np.ndarray, drop_rank: np.ndarray, q: float) -> np.ndarray:
@@ -194,28 +225,32 @@ def _loo_quantile(sorted_vals: np.ndarray, drop_rank: np.ndarray, q: float) -> n
     return np.where(n > 0, at(lo) * (1 - frac) + at(hi) * frac, np.nan)
 
 
-def _judge(ev: Evidence, shards: pd.DataFrame, stages: pd.DataFrame, hb: float, th: Thresholds) -> pd.DataFrame:
-    """Adds the peer statistics (leave-one-out), the elapsed flag and the non-elapsed flags."""
-    if not len(shards):
-        return shards.assign(flag=pd.Series(dtype=bool))
-    out = shards.copy()
+def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.DataFrame:
+    """Adds to the shard table, in place, the peer statistics (leave-one-out), the elapsed flag and
+    the non-elapsed flags; returns the stage table (totals, elapsed quantiles, medians)."""
+    if not len(out):
+        out["flag"] = pd.Series(dtype=bool)
+        return pd.DataFrame(columns=["stage", *STAGE_COLUMNS]).set_index("stage")
     n = len(out)
-    stage_code, stage_names = pd.factorize(out.index.get_level_values("stage"))
-    st = stages.reindex(stage_names)
-
-    def per_stage(col: str) -> np.ndarray:
-        return st[col].to_numpy(dtype=float)[stage_code]
-
+    stage_code, stage_names = out["stage"].cat.codes.to_numpy(), out["stage"].cat.categories
     done = out["done"].to_numpy(dtype=bool)
     elapsed = out["elapsed_s"].to_numpy(dtype=float)
+    medians = {c: out[c].to_numpy(dtype=float) for c in ("items", "rate", "cpu")}
     names = {"median_s": 0.5, "p90_s": 0.9, "p99_s": 0.99, "q_s": th.quantile}
     stats = {name: np.full(n, np.nan) for name in [*names, "peers"]}
+    totals = {s.name: s.total for s in ev.stages}
+    rows = []
     order = np.argsort(stage_code, kind="stable")
     bounds = np.searchsorted(stage_code[order], np.arange(len(stage_names) + 1))
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for code, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
         idx = order[lo:hi]
         fin = done[idx] & ~np.isnan(elapsed[idx])
         finished = np.sort(elapsed[idx][fin])
+        row = {"stage": stage_names[code], "total": max(totals.get(stage_names[code], 0), len(idx)),
+               "done": int(done[idx].sum()), "running": int(out["running"].to_numpy()[idx].sum()),
+               **dict(zip(("median_s", "p90_s", "p99_s"), _quantiles(finished, (0.5, 0.9, 0.99)))),
+               **{f"median_{c}": _median(v[idx][done[idx]]) for c, v in medians.items()}}
+        rows.append(row)
         if not len(finished):
             continue
         rank = np.where(fin, np.searchsorted(finished, elapsed[idx]), len(finished))
@@ -224,6 +259,12 @@ def _judge(ev: Evidence, shards: pd.DataFrame, stages: pd.DataFrame, hb: float, 
         stats["peers"][idx] = len(finished) - fin
     for name, values in stats.items():
         out[name] = values
+    st = pd.DataFrame(rows).set_index("stage")
+    st["wall_s"] = stage_bounds(ev)["wall_s"].reindex(st.index)
+
+    def per_stage(col: str) -> np.ndarray:
+        return st[col].to_numpy(dtype=float)[stage_code]
+
     med = stats["median_s"]
     gate = (stats["peers"] >= 1) & (per_stage("done") >= th.min_finished * per_stage("total"))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -238,7 +279,8 @@ def _judge(ev: Evidence, shards: pd.DataFrame, stages: pd.DataFrame, hb: float, 
         out["cpu_ratio"] = out["cpu"].to_numpy(dtype=float) / per_stage("median_cpu")
         speed = np.where(np.isnan(rate_ratio), med / elapsed, rate_ratio)
         log = np.where(done & (speed > 0), np.log(np.where(speed > 0, speed, 1.0)), np.nan)
-    worker_code, worker_names = pd.factorize(out["worker"])
+    worker_code = out["worker"].cat.codes.to_numpy()
+    worker_names = out["worker"].cat.categories
     own = ~np.isnan(log) & (worker_code >= 0)
     wsum = np.bincount(worker_code[own], weights=log[own], minlength=len(worker_names))
     wcount = np.bincount(worker_code[own], minlength=len(worker_names))
@@ -263,21 +305,32 @@ def _judge(ev: Evidence, shards: pd.DataFrame, stages: pd.DataFrame, hb: float, 
                                    if len(holder) else False, False)
     active = ev.state in ("running", "interrupted")
     lost_all = len(w) > 0 and not w_alive.any() and not (w["state"] == "done").all() and ev.state != "succeeded"
-    running = (out["outcome"] == "running").to_numpy(dtype=bool)
+    running = out["running"].to_numpy(dtype=bool)
     starts = out["first_start"]
-    current = ev.stages[-1].name if ev.stages else (starts.idxmax() if starts.notna().any() else out.index[-1])[0]
+    current = ev.stages[-1].name if ev.stages else out["stage"].iloc[starts.idxmax() if starts.notna().any() else -1]
     out["all_dead"] = lost_all & ~done & (stage_names[stage_code] == current)
     out["dead_now"] = active & running & ~out["holder_alive"]
     out["stuck_now"] = active & running & out["holder_alive"] & (out["plateau_now_s"] >= th.stuck_heartbeats * hb)
     out["crash_loop"] = out["task_failures"] + out["infra_failures"] >= th.repeated_failures
     out["flag"] = (out["slow"] | out["all_dead"] | out["dead_now"] | out["stuck_now"] | out["crash_loop"]
                    | (out["oom_attempts"] > 0) | (out["infra_failures"] > 0))
-    return out
+    rank_of = {s.name: s.index for s in ev.stages}
+    st = st.sort_index(key=lambda idx: idx.map(lambda name: rank_of.get(name, len(rank_of))), kind="stable")
+    return st[STAGE_COLUMNS].round(4)
+
+
+def _quantiles(sorted_vals: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    return list(np.quantile(sorted_vals, qs)) if len(sorted_vals) else [np.nan] * len(qs)
+
+
+def _median(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return float(np.median(values)) if len(values) else np.nan
 
 
 def _finding(ev: Evidence, r, hb: float, th: Thresholds) -> dict:
     """Causes, evidence sentences and the next command for one flagged shard."""
-    job, stage, shard = ev.job, r.Index[0], int(r.Index[1])
+    job, stage, shard = ev.job, r.stage, int(r.shard)
     worker = r.worker if isinstance(r.worker, str) else None
     causes: dict[str, str] = {}
     ev_lines: list[str] = []
@@ -307,7 +360,8 @@ def _finding(ev: Evidence, r, hb: float, th: Thresholds) -> dict:
         if r.dead_now:
             ev_lines.append(f"holder {worker} is {r.holder_state}, last seen {r.holder_seen_ago:.1f}s ago")
         if r.infra_failures > 0:
-            reason = r.reason if isinstance(r.reason, str) and r.outcome == "failed" else "worker lost"
+            reason = ev.attempts["reason"].iat[r.row] if r.last_failed and "reason" in ev.attempts else None
+            reason = reason if isinstance(reason, str) else "worker lost"
             ev_lines.append(f"{int(r.infra_failures)} attempt(s) lost with their worker (last: {reason}); "
                             f"the shard was requeued")
     stuck_s = r.plateau_now_s if r.stuck_now else r.plateau_s

@@ -59,7 +59,7 @@ def rank(ev: Evidence, sort: str = "memory", limit: int | None = None) -> dict:
     w["shards_done"] = w["worker"].map(done).fillna(0).astype(int)
     metrics = [*SORT_KEYS["memory"], "disk_mb", "cpu"]
     z = pd.DataFrame({m: robust_z(w[m]) for m in metrics})
-    w["outliers"] = [[m for m in metrics if z.at[i, m] > OUTLIER_Z] for i in w.index]
+    w["outliers"] = [[m for m, high in zip(metrics, row) if high] for row in (z > OUTLIER_Z).to_numpy()]
     for m in metrics:
         w[f"z_{m}"] = z[m].round(2)
     w = w.sort_values(SORT_KEYS[sort] + ["worker"], ascending=[False] * len(SORT_KEYS[sort]) + [True],
