@@ -32,7 +32,8 @@ def stream(path: str, stats: Stats) -> Iterator[Crash]:
 
 
 def directory(root: Path, stats: Stats) -> Iterator[Crash]:
-    """Every `*.txt` / `*.log` file under `root`; a file holding one report is cited by name alone."""
+    """Every `*.txt` / `*.log` file under `root`; a file holding one report is cited by name alone
+    and dated by its modification time."""
     files = sorted({p for pattern in CRASH_FILE_GLOBS for p in root.rglob(pattern) if p.is_file()})
     if not files:
         raise ZdebugError(f"{root}: no *.txt or *.log files and no events.jsonl")
@@ -43,6 +44,7 @@ def directory(root: Path, stats: Stats) -> Iterator[Crash]:
             continue
         if len(found) == 1:
             found[0].line = None
+            found[0].ts = found[0].ts or path.stat().st_mtime  # a crash file is written when it happens
         yield from found
 
 
