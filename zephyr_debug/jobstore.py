@@ -79,10 +79,12 @@ def resolve_job(ref: str, root: Path | None = None) -> Path:
 
 
 class EventLog:
-    """Append-only JSONL writer; one line per event, flushed at once, thread-safe."""
+    """Append-only JSONL writer; one line per event, flushed at once, thread-safe. A failed
+    write never raises into the caller's thread: it is kept in `error` for the owner to act on."""
 
     def __init__(self, path: Path):
         self.path = path
+        self.error: ZdebugError | None = None  # the first failed write; later events are dropped
         self._lock = threading.Lock()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,14 +96,20 @@ class EventLog:
         event = {"ts": round(time.time(), 6), "type": type_, **fields}
         line = json.dumps(event, separators=(",", ":"), default=str)
         with self._lock:
-            if not self._fh.closed:
-                self._fh.write(line + "\n")
-                self._fh.flush()
+            if not self._fh.closed and self.error is None:
+                try:
+                    self._fh.write(line + "\n")
+                    self._fh.flush()
+                except OSError as exc:  # disk full, file too large: the job must stop, not go on blind
+                    self.error = ZdebugError(f"{self.path}: cannot write job store ({exc.strerror})")
         return event
 
     def close(self) -> None:
         with self._lock:
-            self._fh.close()
+            try:
+                self._fh.close()
+            except OSError:  # the flush of what a full disk refused
+                pass
 
 
 # What a well-formed event carries: the JSON type of a field wherever it appears, and the

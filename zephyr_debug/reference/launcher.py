@@ -130,12 +130,14 @@ class Job:
                 self._inject_process_faults()
                 if on_tick:
                     on_tick(self.coordinator)
-                if self._stop_requested.is_set() or (deadline and time.time() > deadline):
+                if self._stop_requested.is_set() or (deadline and time.time() > deadline) or self.events.error:
                     self.state = "interrupted"
                     break
                 time.sleep(poll_s)
         finally:
             self._shutdown()
+        if self.events.error:  # the job store could not be written (disk full): the run is not usable
+            raise self.events.error
         status = self.coordinator.get_status()
         return JobResult(self.execution_id, self.job_dir, self.state, status.fatal_error, status)
 

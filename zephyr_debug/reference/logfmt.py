@@ -94,10 +94,7 @@ class LineLog:
 
     def log(self, level: str, message: str) -> None:
         line = f"{timestamp(time.time())} {level} {self.name}: {message}\n"
-        with self._lock:
-            if not self._fh.closed:
-                self._fh.write(line)
-                self._fh.flush()
+        self._write(line)
 
     def info(self, message: str) -> None:
         self.log("INFO", message)
@@ -110,11 +107,20 @@ class LineLog:
 
     def raw(self, text: str) -> None:
         """Untimestamped text (tracebacks, faulthandler dumps), as the process wrote it."""
+        self._write(text if text.endswith("\n") else text + "\n")
+
+    def _write(self, text: str) -> None:
         with self._lock:
             if not self._fh.closed:
-                self._fh.write(text if text.endswith("\n") else text + "\n")
-                self._fh.flush()
+                try:
+                    self._fh.write(text)
+                    self._fh.flush()
+                except OSError:  # disk full: a lost log line must not kill the caller (EventLog stops the job)
+                    pass
 
     def close(self) -> None:
         with self._lock:
-            self._fh.close()
+            try:
+                self._fh.close()
+            except OSError:
+                pass
