@@ -6,6 +6,7 @@ import typer
 
 from zephyr_debug.commands.common import JSON
 from zephyr_debug.reference import CoordinatorConfig, JobConfig, Job, default_stages, parse_fault
+from zephyr_debug.reference.server import LOOPBACK
 from zephyr_debug.render.output import console, print_json, progress
 
 DEFAULT_FAULTS = ["skew-shard:3:x6", "slow-worker:1:x4", "exception:2", "oom:5", "segfault:6", "kill-worker:2"]
@@ -28,6 +29,8 @@ def register(app: typer.Typer) -> None:
         memory_limit_mb: int = typer.Option(768, help="The OOM watchdog's per-process RSS limit."),
         deadline: float = typer.Option(300.0, help="Stop the job after this many seconds (interrupted)."),
         show: bool = typer.Option(True, help="Show the analyzers' findings afterwards."),
+        host: str = typer.Option(LOOPBACK, "--host", help="Address the coordinator listens on; anything but "
+                                 "loopback is reachable from other machines (warns)."),
         as_json: bool = JSON,
     ) -> None:
         """Run the reference pipeline with faults; leaves a job dir for the other commands."""
@@ -38,7 +41,7 @@ def register(app: typer.Typer) -> None:
             workers=workers, runner=runner, stages=default_stages(shards, rows), faults=[parse_fault(s) for s in specs],
             coordinator=CoordinatorConfig(heartbeat_interval=heartbeat, heartbeat_timeout=heartbeat_timeout,
                                           status_interval=max(heartbeat * 2, 0.5), no_workers_timeout=heartbeat_timeout * 2),
-            memory_limit_mb=memory_limit_mb, deadline_s=deadline)
+            memory_limit_mb=memory_limit_mb, deadline_s=deadline, host=host)
         job = Job(config).start()
         total = sum(s.shards for s in config.stages)
         with progress(f"running {job.execution_id}", total) as advance:

@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from zephyr_debug.errors import ZdebugError
 from zephyr_debug.reference.coordinator import Coordinator
 from zephyr_debug.reference.metrics import CoordinatorCollector
 
@@ -33,7 +34,10 @@ class CoordinatorServer:
         registry = CollectorRegistry()
         registry.register(CoordinatorCollector(coordinator))
         self.registry = registry
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
+        try:
+            self.httpd = ThreadingHTTPServer((host, port), _handler(self))
+        except OSError as exc:
+            raise ZdebugError(f"{host}:{port}: coordinator cannot listen ({exc.strerror or exc})") from None
         self.httpd.daemon_threads = True
         self.closed = False
         self.url = f"http://{host}:{self.httpd.server_address[1]}"

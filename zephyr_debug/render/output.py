@@ -55,8 +55,13 @@ def _plain(value):
     return value
 
 
+# Characters json.dumps leaves raw with ensure_ascii=False that terminals may act on (DEL, C1 such as 8-bit CSI).
+_JSON_RAW_CONTROL = re.compile(r"[\x7f-\x9f]")
+
+
 def to_json(data) -> str:
-    return json.dumps(_plain(data), indent=2, ensure_ascii=False, default=str)
+    text = json.dumps(_plain(data), indent=2, ensure_ascii=False, default=str)
+    return _JSON_RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)  # only inside strings: still JSON
 
 
 def print_json(data) -> None:

@@ -26,7 +26,10 @@ IRIS_LINE_RE = re.compile(rb"\[\d\d:\d\d:\d\d\] ")  # `iris job logs` lines star
 
 
 def load(path: Path) -> Evidence | None:
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    try:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    except OSError as exc:  # an unreadable subdirectory
+        raise ZdebugError(f"{exc.filename or path}: cannot list ({exc.strerror})") from None
     parts: dict[str, list] = {"log": [], "records": [], "status": [], "tasks": [], "counters": []}
     errors: list[str] = []
     for file in files:

@@ -1,0 +1,164 @@
+"""Security: loopback-only servers by default, no code execution from evidence, no path
+escaping the job root, no terminal control sequences from evidence reaching the terminal."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import zephyr_debug
+from zephyr_debug import jobstore
+from zephyr_debug.sources import jobdir
+
+from test_fuzz_corpus import ESC, FORMS, check, run_inprocess
+
+PACKAGE = Path(zephyr_debug.__file__).parent
+ZDEBUG = [sys.executable, "-m", "zephyr_debug.cli"]
+# Calls that run code or rebuild arbitrary objects from data.
+FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "pickle.load", "pickle.loads", "marshal.load",
+                   "marshal.loads", "yaml.load", "yaml.unsafe_load", "yaml.full_load", "pd.read_pickle",
+                   "pandas.read_pickle", "shelve.open", "dill.load", "dill.loads", "cloudpickle.load",
+                   "cloudpickle.loads", "jsonpickle.decode", "os.system", "os.popen"}
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def test_no_eval_exec_or_unpickling_of_evidence():
+    """The package never evals, execs or unpickles data. The one pickle reader (Iris actor replies)
+    is an Unpickler whose find_class hands out no real callables: checked below by running it."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = _dotted(node.func)
+                shell = any(k.arg == "shell" and getattr(k.value, "value", False) for k in node.keywords)
+                allow_pickle = any(k.arg == "allow_pickle" and getattr(k.value, "value", False) for k in node.keywords)
+                if name in FORBIDDEN_CALLS or shell or allow_pickle:
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {name}")
+            elif isinstance(node, ast.ClassDef) and any(_dotted(b) == "pickle.Unpickler" for b in node.bases):
+                if "find_class" not in {f.name for f in node.body if isinstance(f, ast.FunctionDef)}:
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: Unpickler without find_class")
+    assert not found, found
+
+
+class _Evil:
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_malicious_pickled_actor_reply_runs_nothing(tmp_path):
+    iris = pytest.importorskip("zephyr_debug.sources.iris")
+    marker = tmp_path / "pwned"
+    for payload in (pickle.dumps(_Evil(marker)), pickle.dumps({"status": _Evil(marker)}, protocol=0)):
+        try:
+            iris.plain_data(payload)
+        except zephyr_debug.errors.ZdebugError:
+            pass
+    assert not marker.exists()
+
+
+def test_servers_bind_loopback_unless_told_and_warn_otherwise(reference_job, tmp_path):
+    start = next(e for e in jobstore.read_events(reference_job(workers=2, shards=4).job_dir / jobstore.EVENTS)
+                 if e["type"] == "job_start")
+    assert start["url"].startswith("http://127.0.0.1:")
+    literals = [f"{p.relative_to(PACKAGE)}" for p in PACKAGE.rglob("*.py") if "0.0.0.0" in p.read_text()]
+    assert not literals, f"non-loopback address in {literals}"
+    proc = subprocess.run([*ZDEBUG, "demo", "--host", "0.0.0.0", "--no-faults", "--workers", "1", "--shards", "1",
+                           "--rows", "200", "--runner", "inline", "--heartbeat", "0.2", "--json"],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "ZDEBUG_HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: coordinator listening on 0.0.0.0, reachable from other machines" in proc.stderr
+    assert json.loads(proc.stdout)["state"] == "succeeded"
+
+
+def _job(dir: Path, crash_file: str) -> Path:
+    dir.mkdir(parents=True)
+    events = [{"ts": 1.0, "type": "job_start", "execution_id": dir.name},
+              {"ts": 2.0, "type": "stage_start", "stage": "s", "index": 0, "total": 1},
+              {"ts": 3.0, "type": "shard_failed", "stage": "s", "shard": 0, "attempt": 0, "worker": "w", "kind": "task",
+               "error": "boom", "crash_file": crash_file}]
+    (dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return dir
+
+
+def test_job_ids_cannot_walk_out_of_the_job_root(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / "jobs").mkdir(parents=True)
+    _job(tmp_path / "etc", "x")  # = <jobs root>/../../etc: must not be reachable by "id"
+    cwd = tmp_path / "a" / "b" / "c"  # where ../../etc does not exist
+    cwd.mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("ZDEBUG_HOME", str(home))
+    for ref in ("../../etc", "..", "../..", "jobs/../../etc", "..%2f..%2fetc", "....//....//etc"):
+        code, out, err = run_inprocess(["status", ref, "--json"])
+        assert code != 0 and check(["status", ref], code, out, err) is None, (ref, out, err)
+        assert "etc" not in out
+
+
+@pytest.mark.parametrize("crash_file", ["../../../../../../etc/passwd", "/etc/passwd", "crashes/../../outside.txt",
+                                        "crashes/link.txt"])
+def test_crash_files_named_by_evidence_stay_inside_the_job_dir(crash_file, tmp_path):
+    (tmp_path / "outside.txt").write_text("SECRET outside the job dir\n")
+    job = _job(tmp_path / "job", crash_file)
+    (job / "crashes").mkdir()
+    os.symlink(tmp_path / "outside.txt", job / "crashes" / "link.txt")
+    ev = jobdir.load(job)
+    assert [c.text for c in ev.crashes] == ["boom"]  # the event's own one-line error, not the outside file
+    assert any("outside the job dir" in w for w in ev.warnings)
+    code, out, err = run_inprocess(["crashes", str(job), "--json"])
+    assert code == 0 and "SECRET" not in out and "root:" not in out
+
+
+@pytest.fixture(scope="module")
+def hostile_job(reference_job, tmp_path_factory) -> Path:
+    """A real job (task exception + infra loss) whose crash texts, logs and error fields carry
+    terminal control sequences: clear screen, OSC title / hyperlink, 8-bit CSI."""
+    result = reference_job("exception:1", "kill-worker:0", workers=2, shards=4, stages=1)
+    job = tmp_path_factory.mktemp("hostile") / result.execution_id
+    shutil.copytree(result.job_dir, job)
+    esc = ESC.decode("latin-1") + "\x1b]8;;http://evil/\x07link\x1b]8;;\x07"
+    lines = []
+    for line in (job / "events.jsonl").read_text().splitlines():
+        e = json.loads(line)
+        if e["type"] == "shard_failed":
+            e["error"] = f"{e.get('error')} {esc}"
+        if e["type"] == "abort":
+            e["fatal_error"] += esc
+        lines.append(json.dumps(e))
+    (job / "events.jsonl").write_text("\n".join(lines) + "\n")
+    for crash in (job / "crashes").glob("*.txt"):
+        crash.write_text(crash.read_text().replace("ValueError: ", f"ValueError: {esc}"))
+    for log in (job / "workers").glob("*.log"):
+        log.write_text(log.read_text() + f"Fatal Python error: Segmentation fault {esc}\n\n"
+                       "Current thread 0x00007f (most recent call first):\n  File \"x.py\", line 1 in f\n")
+    return job
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", [f for f in FORMS if "{}" in f], ids=lambda f: " ".join(f))
+def test_control_sequences_from_evidence_never_reach_the_terminal(form, hostile_job):
+    argv = [str(hostile_job) if a == "{}" else a for a in form]
+    for extra in ([], ["--json"]):
+        code, out, err = run_inprocess([*argv, *extra])
+        problem = check([*argv, *extra], code, out, err)
+        assert problem is None, problem
+    if form[0] == "crashes" and len(form) == 2:  # the crash texts are shown, escaped
+        assert "\\x1b[2J" in out or "\\u001b[2J" in out
