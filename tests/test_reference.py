@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -189,3 +190,17 @@ def test_events_are_one_json_object_per_line(reference_job):
     assert parsed[0]["type"] == "job_start" and parsed[-1]["type"] == "job_end"
     types = {e["type"] for e in parsed}
     assert {"stage_start", "assign", "heartbeat", "shard_done", "status", "stage_end", "worker_registered"} <= types
+
+
+def test_crash_files_recorded_relative_to_the_cwd_are_found(reference_job, tmp_path, monkeypatch):
+    result = reference_job("exception:1", workers=2, shards=4, stages=1)
+    copy = tmp_path / "moved" / result.execution_id
+    shutil.copytree(result.job_dir, copy)
+    lines = (copy / jobstore.EVENTS).read_text().splitlines()
+    relative = f".zdebug/jobs/{result.execution_id}/crashes/"
+    rewritten = [re.sub(r'"crash_file":"[^"]*/crashes/', f'"crash_file":"{relative}', ln) for ln in lines]
+    (copy / jobstore.EVENTS).write_text("\n".join(rewritten) + "\n")
+    monkeypatch.chdir(tmp_path)
+    crash = next(c for c in load(str(copy)).crashes if c.shard == 1)
+    assert crash.source == str((copy / "crashes" / "stage0-1-0.txt").resolve())
+    assert "ValueError: bad record" in crash.text

@@ -151,11 +151,13 @@ def _crashes(attempts: pd.DataFrame, job_dir: Path, warnings: list[str]) -> list
 
 
 def _inside(job_dir: Path, name: str) -> Path | None:
-    """`name` resolved inside job_dir (relative names are taken from the job dir), else None."""
+    """`name` resolved inside job_dir, else None. Workers record the path as they saw it
+    (absolute, or relative to their cwd); a job dir may have moved since: the part from
+    `crashes/` on is tried inside job_dir too."""
     root = job_dir.resolve()
     path = Path(name)
     candidates = [path] if path.is_absolute() else [job_dir / path]
-    if path.is_absolute() and "crashes" in path.parts:  # a job dir that was moved or copied
+    if "crashes" in path.parts:
         candidates.append(job_dir / Path(*path.parts[path.parts.index("crashes"):]))
     for candidate in candidates:
         resolved = candidate.resolve()
