@@ -89,7 +89,7 @@ def _progress(ev: Evidence, hb: float, keys: _Keys) -> pd.DataFrame:
     no-progress span (seconds; a gap of several heartbeats ends a span: the worker died and
     came back), peak RSS and mean CPU while holding the shard."""
     s = ev.samples
-    cols = ["last_ts", "last_items", "plateau_s", "plateau_now_s", "rss_max", "cpu"]
+    cols = ["last_ts", "last_items", "plateau_s", "stalled_s", "plateau_now_s", "rss_max", "cpu"]
     empty = pd.DataFrame({c: pd.Series(dtype=float) for c in cols})
     if not len(s):
         return empty
@@ -108,8 +108,13 @@ def _progress(ev: Evidence, hb: float, keys: _Keys) -> pd.DataFrame:
     run = np.cumsum(moved) - 1
     plateau = (np.maximum.reduceat(ts, starts) - ts[starts])[run]
     frame = pd.DataFrame({"key": key, "ts": ts, "items": items, "plateau": plateau, "rss": rss, "cpu": cpu})
+    # A span at the shard's last item count is it finishing (writing output, exiting), not a stall.
+    final = frame.groupby("key", sort=False)["items"].transform("max")
+    frame["midway"] = frame["plateau"].where(frame["items"] < final, 0.0)
+    frame["stalled"] = frame["midway"].where(moved, 0.0)  # each span counted once
     return frame.groupby("key", sort=False).agg(
-        last_ts=("ts", "last"), last_items=("items", "last"), plateau_s=("plateau", "max"),
+        last_ts=("ts", "last"), last_items=("items", "last"), plateau_s=("midway", "max"),
+        stalled_s=("stalled", "sum"),
         plateau_now_s=("plateau", "last"), rss_max=("rss", "max"), cpu=("cpu", "mean"))
 
 
@@ -181,19 +186,23 @@ def _shards(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
     def total(values: np.ndarray) -> np.ndarray:
         return np.bincount(group, weights=values, minlength=len(first))
 
+    failed_at = np.maximum.reduceat(np.where(failed[order], np.arange(len(order)), -1), first)
     lost = np.unique(group[task_fail | infra_fail] * (len(worker_names) + 1) + worker_code[task_fail | infra_fail])
     out = pd.DataFrame({
         "stage": pd.Categorical.from_codes(stage_code[last], stage_names), "shard": shard[last],
         "worker": pd.Categorical.from_codes(worker_code[last], worker_names),
-        "row": rows[last], "running": running[last], "last_failed": failed[last],
+        "running": running[last],
         "first_start": np.fmin.reduceat(start[order], first), "last_end": np.fmax.reduceat(end[order], first),
         "done": total(is_done) > 0, "attempts": np.bincount(group, minlength=len(first)),
         "task_failures": total(task_fail).astype(int), "infra_failures": total(infra_fail).astype(int),
         "oom_attempts": total(oom).astype(int), "burned_s": total(np.where(failed, np.nan_to_num(secs), 0.0)),
         "secs_total": total(np.nan_to_num(secs)), "rss_max": np.fmax.reduceat(rss[order], first),
         "failed_workers": np.bincount(lost // (len(worker_names) + 1), minlength=len(first)),
-        "start": start[last], "secs": secs[last], "items": _num(a, "items").to_numpy()[last]})
-    for col in ("last_ts", "last_items", "plateau_s", "plateau_now_s", "cpu"):
+        "start": start[last], "secs": secs[last], "items": _num(a, "items").to_numpy()[last],
+        # how long the finished attempt ran (its peers' yardstick), and the newest failed attempt
+        "run_s": np.where(is_done[last], np.where(np.isnan(end - start), secs, end - start)[last], np.nan),
+        "failed_row": np.where(failed_at >= 0, rows[order[np.maximum(failed_at, 0)]], -1)})
+    for col in ("last_ts", "last_items", "plateau_s", "stalled_s", "plateau_now_s", "cpu"):
         out[col] = sampled(col, last)
     span_end = np.where(out["done"], out["last_end"], ev.now)
     elapsed = span_end - out["first_start"].to_numpy()
@@ -235,6 +244,7 @@ def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.Dat
     stage_code, stage_names = out["stage"].cat.codes.to_numpy(), out["stage"].cat.categories
     done = out["done"].to_numpy(dtype=bool)
     elapsed = out["elapsed_s"].to_numpy(dtype=float)
+    run = out["run_s"].to_numpy(dtype=float)
     medians = {c: out[c].to_numpy(dtype=float) for c in ("items", "rate", "cpu")}
     names = {"median_s": 0.5, "p90_s": 0.9, "p99_s": 0.99, "q_s": th.quantile}
     stats = {name: np.full(n, np.nan) for name in [*names, "peers"]}
@@ -244,8 +254,9 @@ def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.Dat
     bounds = np.searchsorted(stage_code[order], np.arange(len(stage_names) + 1))
     for code, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
         idx = order[lo:hi]
-        fin = done[idx] & ~np.isnan(elapsed[idx])
-        finished = np.sort(elapsed[idx][fin])
+        # Peers' yardstick: how long their finished attempt ran (retries are not a shard's size).
+        fin = done[idx] & ~np.isnan(run[idx])
+        finished = np.sort(run[idx][fin])
         row = {"stage": stage_names[code], "total": max(totals.get(stage_names[code], 0), len(idx)),
                "done": int(done[idx].sum()), "running": int(out["running"].to_numpy()[idx].sum()),
                **dict(zip(("median_s", "p90_s", "p99_s"), _quantiles(finished, (0.5, 0.9, 0.99)))),
@@ -253,7 +264,7 @@ def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.Dat
         rows.append(row)
         if not len(finished):
             continue
-        rank = np.where(fin, np.searchsorted(finished, elapsed[idx]), len(finished))
+        rank = np.where(fin, np.searchsorted(finished, run[idx]), len(finished))
         for name, q in names.items():
             stats[name][idx] = _loo_quantile(finished, rank, q)
         stats["peers"][idx] = len(finished) - fin
@@ -335,7 +346,7 @@ def _finding(ev: Evidence, r, hb: float, th: Thresholds) -> dict:
     causes: dict[str, str] = {}
     ev_lines: list[str] = []
     if r.slow:
-        ev_lines.append(f"elapsed {r.elapsed_s:.1f}s = {r.ratio_to_median:.1f}x the median {r.median_s:.1f}s of "
+        ev_lines.append(f"elapsed {r.elapsed_s:.1f}s = {r.ratio_to_median:.1f}x the median run {r.median_s:.1f}s of "
                         f"{int(r.peers)} finished peer(s), above their p{th.quantile * 100:g} {r.q_s:.1f}s "
                         f"(p90 {r.p90_s:.1f}s, p99 {r.p99_s:.1f}s)")
     task_max = int(ev.config.get("max_task_failures") or MAX_SHARD_FAILURES)
@@ -360,16 +371,23 @@ def _finding(ev: Evidence, r, hb: float, th: Thresholds) -> dict:
         if r.dead_now:
             ev_lines.append(f"holder {worker} is {r.holder_state}, last seen {r.holder_seen_ago:.1f}s ago")
         if r.infra_failures > 0:
-            reason = ev.attempts["reason"].iat[r.row] if r.last_failed and "reason" in ev.attempts else None
+            failed_row = ev.attempts.iloc[r.failed_row]
+            reason = failed_row.get("reason")
             reason = reason if isinstance(reason, str) else "worker lost"
+            reason += f" on {failed_row['worker']}"
             ev_lines.append(f"{int(r.infra_failures)} attempt(s) lost with their worker (last: {reason}); "
                             f"the shard was requeued")
-    stuck_s = r.plateau_now_s if r.stuck_now else r.plateau_s
-    if r.stuck_now or (r.slow and not r.dead_now and stuck_s >= th.stuck_heartbeats * hb):
+    # A finished shard was late for being stuck when stalls make up half of its excess time.
+    stalled_late = (r.slow and not r.dead_now and r.plateau_s >= th.stuck_heartbeats * hb
+                    and r.stalled_s >= 0.5 * (r.elapsed_s - r.median_s))
+    if r.stuck_now:
         causes["stuck"] = f"zdebug dump {worker} --job {job}"
-        ev_lines.append(f"no progress for {stuck_s:.1f}s ({stuck_s / hb:.0f} heartbeats) at "
-                        f"{_count(r.last_items)} items while {worker} stayed alive"
-                        + ("" if r.stuck_now else " (it resumed later)"))
+        ev_lines.append(f"no progress for {r.plateau_now_s:.1f}s ({r.plateau_now_s / hb:.0f} heartbeats) at "
+                        f"{_count(r.last_items)} items while {worker} stays alive")
+    elif stalled_late:
+        causes["stuck"] = f"zdebug dump {worker} --job {job}"
+        ev_lines.append(f"stalled {r.stalled_s:.1f}s in all (longest {r.plateau_s:.1f}s = "
+                        f"{r.plateau_s / hb:.0f} heartbeats with no new items) while {worker} stayed alive")
     if r.slow and not causes:
         causes.update(_rate_causes(job, worker, r, th, ev_lines))
     if not causes:  # flagged by elapsed alone with no better explanation
@@ -382,7 +400,7 @@ def _finding(ev: Evidence, r, hb: float, th: Thresholds) -> dict:
             "metrics": {k: _round(getattr(r, k)) for k in (
                 "median_s", "p90_s", "p99_s", "peers", "items", "items_ratio", "rate", "rate_ratio",
                 "worker_speed", "worker_shards", "cpu", "cpu_ratio", "task_failures", "infra_failures", "attempts", "burned_s",
-                "plateau_s", "rss_max")} | {"done": bool(r.done), "holder_state": r.holder_state}}
+                "plateau_s", "stalled_s", "rss_max")} | {"done": bool(r.done), "holder_state": r.holder_state}}
 
 
 def _rate_causes(job: str, worker: str | None, r, th: Thresholds, lines: list[str]) -> dict[str, str]:
