@@ -7,6 +7,7 @@ import os
 import pty
 import select
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -110,3 +111,21 @@ def test_watch_refreshes_on_a_terminal_and_quits_on_ctrl_c(live):
     assert "\x1b[" in text  # rich drew on the terminal
     assert os.waitstatus_to_exitcode(status) == 0 and "Traceback" not in text
     assert "stopped watching" in text
+
+
+def test_watch_follows_a_job_to_its_end_and_exits(tmp_path):
+    root = tmp_path / "jobs"
+    config = JobConfig(workers=2, runner="inline", stages=fast_stages(6, 4000, stages=1), coordinator=FAST,
+                       root=root, deadline_s=90)
+    job = Job(config).start()
+    waiter = threading.Thread(target=job.wait, daemon=True)
+    waiter.start()
+    env = {**os.environ, "ZDEBUG_HOME": str(root.parent), "COLUMNS": "160"}
+    try:
+        watch = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "watch", job.url, "--interval", "0.5"],
+                               capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        job.stop()
+        waiter.join(60)
+    assert watch.returncode == 0, watch.stderr
+    assert "succeeded" in watch.stdout and "6/6" in watch.stdout  # the last frame: from the job store

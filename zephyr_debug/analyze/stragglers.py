@@ -319,7 +319,7 @@ def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.Dat
     running = out["running"].to_numpy(dtype=bool)
     starts = out["first_start"]
     current = ev.stages[-1].name if ev.stages else out["stage"].iloc[starts.idxmax() if starts.notna().any() else -1]
-    out["all_dead"] = lost_all & ~done & (stage_names[stage_code] == current)
+    out["all_dead"] = lost_all & ~done & (stage_code == stage_names.get_indexer([current])[0])
     out["dead_now"] = active & running & ~out["holder_alive"]
     out["stuck_now"] = active & running & out["holder_alive"] & (out["plateau_now_s"] >= th.stuck_heartbeats * hb)
     out["crash_loop"] = out["task_failures"] + out["infra_failures"] >= th.repeated_failures

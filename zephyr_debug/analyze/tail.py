@@ -14,9 +14,10 @@ MAX_LISTED_SHARDS = 20
 def stage_bounds(ev: Evidence) -> pd.DataFrame:
     """Per stage: start, end and wall_s, from StageInfo, else the first/last record of the stage
     (the end is `now` while the job runs)."""
-    seen = pd.concat([pd.DataFrame({"stage": f["stage"], "ts": pd.to_numeric(f[c], errors="coerce")})
-                      for f, c in ((ev.status, "ts"), (ev.attempts, "start_ts"), (ev.attempts, "end_ts"))])
-    out = seen.groupby("stage")["ts"].agg(start="min", seen="max")
+    spans = [pd.to_numeric(f[c], errors="coerce").groupby(f["stage"]).agg(["min", "max"])
+             for f, c in ((ev.status, "ts"), (ev.attempts, "start_ts"), (ev.attempts, "end_ts")) if len(f)]
+    seen = pd.concat(spans) if spans else pd.DataFrame(columns=["min", "max"], dtype=float)
+    out = seen.groupby(level=0).agg(start=("min", "min"), seen=("max", "max"))
     info = pd.DataFrame([{"stage": s.name, "start_ts": s.start_ts, "end_ts": s.end_ts} for s in ev.stages],
                         columns=["stage", "start_ts", "end_ts"]).set_index("stage").astype(float)
     out = info.join(out, how="outer")
