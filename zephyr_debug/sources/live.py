@@ -39,11 +39,32 @@ def fetch(url: str, path: str) -> dict:
     return data
 
 
+# The JSON types of the reply fields zdebug reads (None allowed); anything else is not a coordinator's answer.
+_NUM = (int, float)
+REPLY_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
+    "/job": {"execution_id": (str,), "job_dir": (str,), "config": (dict,), "progress_time": _NUM},
+    "/status": {"stage": (str,), "completed": (int,), "total": (int,), "retries": (int,), "in_flight": (int,),
+                "queue_depth": (int,), "done": (bool,), "fatal_error": (str,), "workers": (dict,)},
+    "/workers": {"*": (dict,)},
+    "/counters": {"*": _NUM},
+}
+WORKER_TYPES = {"state": (str,), "last_seen_ago": _NUM, "pid": (int,), "rss_bytes": _NUM, "rss_peak_bytes": _NUM,
+                "disk_bytes": _NUM, "cpu_pct": _NUM}
+
+
+def _checked(url: str, path: str, data: dict, types: dict[str, tuple[type, ...]] | None = None) -> dict:
+    for key, value in data.items():
+        want = (types or REPLY_TYPES[path]).get(key) or (types or REPLY_TYPES[path]).get("*")
+        if value is not None and want and (not isinstance(value, want) or (isinstance(value, bool) and bool not in want)):
+            raise ZdebugError(f"{url}{path}: field {key!r} is {type(value).__name__} "
+                              "(is this a zdebug reference coordinator?)")
+        if path == "/workers" and types is None:
+            _checked(url, path, value, WORKER_TYPES)
+    return data
+
+
 def load(url: str) -> Evidence:
-    info = fetch(url, "/job")
-    status = fetch(url, "/status")
-    workers = fetch(url, "/workers")
-    counters = fetch(url, "/counters")
+    info, status, workers, counters = (_checked(url, p, fetch(url, p)) for p in ("/job", "/status", "/workers", "/counters"))
     job_dir = Path(info.get("job_dir", ""))
     if info.get("job_dir") and jobstore.is_job_dir(job_dir):
         ev = jobdir.load(job_dir)

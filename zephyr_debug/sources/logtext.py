@@ -288,8 +288,11 @@ class LogScanner:
             secs = self.date_cache.get(key)
             if secs is None:
                 d = date.replace(b"-", b"")
-                secs = float(calendar.timegm((int(d[:4]), int(d[4:6]), int(d[6:8]),
-                                              int(clock[:2]), int(clock[3:5]), int(clock[6:8]))))
+                try:
+                    secs = float(calendar.timegm((int(d[:4]), int(d[4:6]), int(d[6:8]),
+                                                  int(clock[:2]), int(clock[3:5]), int(clock[6:8]))))
+                except ValueError:  # month 13, day 45: not a timestamp after all
+                    return self.last_ts
                 self.date_cache[key] = secs
                 self.day = secs - secs % 86400
             ts = secs + (int(frac) / 10 ** len(frac) if frac else 0.0)
