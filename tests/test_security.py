@@ -8,11 +8,15 @@ import json
 import os
 import pickle
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import requests
 
 import zephyr_debug
 from zephyr_debug import jobstore
@@ -162,3 +166,50 @@ def test_control_sequences_from_evidence_never_reach_the_terminal(form, hostile_
         assert problem is None, problem
     if form[0] == "crashes" and len(form) == 2:  # the crash texts are shown, escaped
         assert "\\x1b[2J" in out or "\\u001b[2J" in out
+
+
+def _outward_address() -> str | None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: just picks the outward interface
+            address = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def test_a_url_in_evidence_never_makes_zdebug_call_out(tmp_path):
+    """A job dir whose job_start names a live pid (ours) and a non-local coordinator URL:
+    zdebug must not contact that URL (a server on this machine's outward address counts hits)."""
+    address = _outward_address()
+    if address is None:
+        pytest.skip("no non-loopback interface")
+    hits = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            body = json.dumps({"execution_id": "outward"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer((address, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://{address}:{server.server_address[1]}"
+        job = tmp_path / "outward"
+        job.mkdir()
+        (job / "events.jsonl").write_text(json.dumps({"ts": 1.0, "type": "job_start", "execution_id": "outward",
+                                                      "pid": os.getpid(), "url": url}) + "\n")
+        code, out, err = run_inprocess(["status", str(job), "--json"])
+        assert code == 0, err
+        assert json.loads(out)["state"] == "interrupted" and hits == []
+        assert requests.get(url + "/job", timeout=5).ok and hits == ["/job"]  # the server did answer
+    finally:
+        server.shutdown()
+        server.server_close()

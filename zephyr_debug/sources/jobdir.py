@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pandas as pd
 import requests
@@ -27,6 +28,7 @@ from zephyr_debug.model import (
 
 FAILURE_KIND = {"exception": "task", "oom": "oom", "segv": "segv", "exit": "exit"}
 MAX_CRASH_TEXT = 1 << 20
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}  # 0.0.0.0: `zdebug demo --host 0.0.0.0`
 
 
 def load(job_dir: Path) -> Evidence:
@@ -167,8 +169,9 @@ def _inside(job_dir: Path, name: str) -> Path | None:
 
 
 def _serving(url: str | None, job: str) -> bool:
-    """Does the job's coordinator still answer, as this job?"""
-    if not url:
+    """Does the job's coordinator still answer, as this job? Only this machine's coordinators are
+    asked (the launcher pid was checked here): a URL from evidence never makes zdebug call out."""
+    if not url or urlsplit(url).hostname not in LOCAL_HOSTS:
         return False
     try:
         return requests.get(url + "/job", timeout=1.0).json().get("execution_id") == job
