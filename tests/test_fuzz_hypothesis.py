@@ -5,6 +5,7 @@ replies and fault specs; commands are drawn from every leaf of cli.COMMANDS."""
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -77,8 +78,14 @@ def log_lines(draw) -> str:
 
 @pytest.fixture(scope="module")
 def scratch() -> Path:
+    """A scratch dir, also the working dir (files commands write by default land there)."""
+    cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="zdebug-hyp-") as tmp:
-        yield Path(tmp)
+        os.chdir(tmp)
+        try:
+            yield Path(tmp)
+        finally:
+            os.chdir(cwd)
 
 
 def _assert_clean(argv: list[str]) -> None:
