@@ -7,7 +7,6 @@ import os
 import pty
 import select
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -75,40 +74,48 @@ def test_watch_once_json_snapshot(live):
     assert job.execution_id in screen and "stuck" in screen and "stragglers" in screen
 
 
-def test_watch_refreshes_on_a_terminal_and_quits_on_ctrl_c(live):
-    job, env = live
+def watch_on_a_terminal(url: str, env: dict) -> tuple[int, int]:
+    """`zdebug watch URL` on a pty (rich Live draws as on a real terminal): (pid, fd)."""
     pid, fd = pty.fork()
-    if pid == 0:  # the child: zdebug watch on a real terminal
-        os.execve(sys.executable, [sys.executable, "-m", "zephyr_debug.cli", "watch", job.url, "--interval", "0.5"],
-                  env)
-    screen = b""
-    deadline = time.time() + 40
-    while time.time() < deadline and screen.count(job.execution_id.encode()) < 2:  # first frame + a refresh
-        if select.select([fd], [], [], 0.5)[0]:
-            try:
-                screen += os.read(fd, 65536)
-            except OSError:
-                break
-    os.kill(pid, signal.SIGINT)
-    deadline = time.time() + 20
-    status = None
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-m", "zephyr_debug.cli", "watch", url, "--interval", "0.5"], env)
+    return pid, fd
+
+
+def read_until(pid: int, fd: int, done, seconds: float) -> tuple[str, int | None]:
+    """Reads the screen until `done(text)` or the process exits; (text, exit status or None)."""
+    screen, deadline = b"", time.time() + seconds
     while time.time() < deadline:
         if select.select([fd], [], [], 0.2)[0]:
             try:
                 screen += os.read(fd, 65536)
             except OSError:
                 pass
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        pytest.fail("zdebug watch did not exit on Ctrl-C")
-    os.close(fd)
-    text = screen.decode(errors="replace")
-    assert text.count(job.execution_id) >= 2, text[-2000:]
-    assert "\x1b[" in text  # rich drew on the terminal
+        finished, status = os.waitpid(pid, os.WNOHANG)
+        if finished:
+            return screen.decode(errors="replace"), status
+        if done(screen.decode(errors="replace")):
+            return screen.decode(errors="replace"), None
+    return screen.decode(errors="replace"), None
+
+
+def test_watch_refreshes_on_a_terminal_and_quits_on_ctrl_c(live):
+    job, env = live
+    status = None
+    pid, fd = watch_on_a_terminal(job.url, env)
+    try:
+        text, status = read_until(pid, fd, lambda t: t.count(job.execution_id) >= 2, 40)  # a frame + a refresh
+        assert status is None, text[-2000:]
+        os.kill(pid, signal.SIGINT)
+        rest, status = read_until(pid, fd, lambda t: False, 20)
+        assert status is not None, "zdebug watch did not exit on Ctrl-C"
+    finally:
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    text += rest
+    assert text.count(job.execution_id) >= 2 and "\x1b[" in text  # rich drew and redrew on the terminal
     assert os.waitstatus_to_exitcode(status) == 0 and "Traceback" not in text
     assert "stopped watching" in text
 
@@ -116,16 +123,21 @@ def test_watch_refreshes_on_a_terminal_and_quits_on_ctrl_c(live):
 def test_watch_follows_a_job_to_its_end_and_exits(tmp_path):
     root = tmp_path / "jobs"
     config = JobConfig(workers=2, runner="inline", stages=fast_stages(6, 4000, stages=1), coordinator=FAST,
-                       root=root, deadline_s=90)
+                       faults=[parse_fault("hang:1:secs=1.5")], root=root, deadline_s=90)
     job = Job(config).start()
     waiter = threading.Thread(target=job.wait, daemon=True)
     waiter.start()
     env = {**os.environ, "ZDEBUG_HOME": str(root.parent), "COLUMNS": "160"}
+    status = None
+    pid, fd = watch_on_a_terminal(job.url, env)
     try:
-        watch = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "watch", job.url, "--interval", "0.5"],
-                               capture_output=True, text=True, env=env, timeout=120)
+        text, status = read_until(pid, fd, lambda t: False, 90)  # until it exits by itself
     finally:
         job.stop()
         waiter.join(60)
-    assert watch.returncode == 0, watch.stderr
-    assert "succeeded" in watch.stdout and "6/6" in watch.stdout  # the last frame: from the job store
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert status is not None and os.waitstatus_to_exitcode(status) == 0, text[-2000:]
+    assert "running" in text and "succeeded" in text  # live frames, then the end (from the job store)
