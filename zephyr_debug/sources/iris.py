@@ -36,6 +36,7 @@ from zephyr_debug.sources import evidencedir, logtext
 SCHEME = "iris://"
 RPC_TIMEOUT_MS = 30_000  # generous: a local cluster serves everything from one GIL-bound process
 MAX_LOG_LINES = 100_000  # newest lines kept (Iris `job logs --tail`)
+WORKER_TIMEOUT_MS = 5_000  # per Iris worker; they may not be reachable from here at all
 KEEP_SNAPSHOTS = 3
 PRUNE_AFTER_S = 60.0
 PROFILE_RATE_HZ = 100  # Iris's default is 20
@@ -222,7 +223,7 @@ class _Iris:
     def worker_usage(self, address: str) -> dict[str, dict]:
         """task id -> resource_usage, from the worker's own list-tasks (`iris rpc worker list-tasks`)."""
         client = self.worker_connect.WorkerServiceClientSync(
-            "http://" + address, timeout_ms=RPC_TIMEOUT_MS, interceptors=self.interceptors)
+            "http://" + address, timeout_ms=WORKER_TIMEOUT_MS, interceptors=self.interceptors)
         try:
             reply = self.dict(client.list_tasks(self.worker_pb.Worker.ListTasksRequest()))
         finally:
@@ -284,12 +285,16 @@ def fetch(url: str, job: str) -> Fetched:
         got.tasks = [t for tasks in task_lists for t in tasks]
         addresses = sorted({t["worker_address"] for t in got.tasks if t.get("worker_address")})
         usage: dict[str, dict] = {}
-        for address, result in zip(addresses, pool.map(lambda a: _try(iris.worker_usage, a), addresses)):
-            if isinstance(result, Exception):
-                got.warnings.append(f"Iris worker {address} unreachable, no resource usage from it: "
-                                    f"{str(result).splitlines()[0][:120]}")
-            else:
-                usage.update(result)
+        failed: list[str] = []
+        with ThreadPoolExecutor(max_workers=16) as workers:
+            for address, result in zip(addresses, workers.map(lambda a: _try(iris.worker_usage, a), addresses)):
+                if isinstance(result, Exception):
+                    failed.append(f"{address} ({str(result).splitlines()[0][:100]})")
+                else:
+                    usage.update(result)
+        if failed:
+            got.warnings.append(f"{len(failed)} of {len(addresses)} Iris workers unreachable, no resource usage "
+                                f"for their tasks: {failed[0]}{' …' if len(failed) > 1 else ''}")
         for task in got.tasks:
             if task["task_id"] in usage:
                 task["resource_usage"] = usage[task["task_id"]]
