@@ -213,3 +213,16 @@ def test_a_url_in_evidence_never_makes_zdebug_call_out(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_pickled_reply_cannot_allocate_what_it_likes():
+    """bytearray(3 GB) named in a hostile actor reply: refused, not allocated."""
+    iris = pytest.importorskip("zephyr_debug.sources.iris")
+    code = ("import resource, sys; from zephyr_debug.sources import iris\n"
+            "try:\n    iris.plain_data(b'cbuiltins\\nbytearray\\n(I3000000000\\ntR.')\n"
+            "except Exception:\n    pass\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) < 1024, f"{proc.stdout.strip()} MB peak"
+    assert "ok" in str(iris.plain_data(pickle.dumps(bytearray(b"ok"))))  # real bytearrays still load

@@ -111,7 +111,9 @@ class _Record:
         self.__dict__[key] = value
 
 
-_SAFE_BUILTINS = {name: getattr(builtins, name) for name in ("set", "frozenset", "list", "dict", "tuple", "bytearray")}
+_SAFE_BUILTINS = {name: getattr(builtins, name) for name in ("set", "frozenset", "list", "dict", "tuple")}
+# bytearray(bytes) only: bytearray(10**10) from a hostile reply would allocate 10 GB.
+_SAFE_BUILTINS["bytearray"] = lambda data=b"", *_: bytearray(data if isinstance(data, (bytes, bytearray)) else b"")
 
 
 class _PlainUnpickler(pickle.Unpickler):
