@@ -204,3 +204,10 @@ def test_crash_files_recorded_relative_to_the_cwd_are_found(reference_job, tmp_p
     crash = next(c for c in load(str(copy)).crashes if c.shard == 1)
     assert crash.source == str((copy / "crashes" / "stage0-1-0.txt").resolve())
     assert "ValueError: bad record" in crash.text
+
+
+def test_a_timed_hang_blocks_once_for_its_length(reference_job):
+    result = reference_job("hang:1:secs=2", workers=2, shards=4, stages=1)
+    done = {e["shard"]: e["elapsed_s"] for e in events(result.job_dir, "shard_done")}
+    others = max(v for k, v in done.items() if k != 1)
+    assert 2.0 <= done[1] < 2.0 + others + 2.0  # one 2 s hang, not one per remaining chunk

@@ -46,7 +46,7 @@ def run_shard(task: dict, faults: list[Fault], scratch: Path, progress: Progress
     outputs, items, nbytes = [], 0, 0
     for start in range(0, rows, chunk_rows):
         frame = _make_chunk(rng, min(chunk_rows, rows - start), start)
-        if start >= rows // 2:
+        if start <= rows // 2 < start + chunk_rows:  # the chunk holding the midpoint: once
             _midway_faults(fired, frame, shard)
             if kill:
                 _kill_own_worker(scratch, kill[0])
