@@ -83,14 +83,37 @@ def test_servers_bind_loopback_unless_told_and_warn_otherwise(reference_job, tmp
     start = next(e for e in jobstore.read_events(reference_job(workers=2, shards=4).job_dir / jobstore.EVENTS)
                  if e["type"] == "job_start")
     assert start["url"].startswith("http://127.0.0.1:")
-    literals = [f"{p.relative_to(PACKAGE)}" for p in PACKAGE.rglob("*.py") if "0.0.0.0" in p.read_text()]
-    assert not literals, f"non-loopback address in {literals}"
+    assert _non_loopback_binds() == []
     proc = subprocess.run([*ZDEBUG, "demo", "--host", "0.0.0.0", "--no-faults", "--workers", "1", "--shards", "1",
                            "--rows", "200", "--runner", "inline", "--heartbeat", "0.2", "--json"],
                           capture_output=True, text=True, timeout=120, env={**os.environ, "ZDEBUG_HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     assert "warning: coordinator listening on 0.0.0.0, reachable from other machines" in proc.stderr
     assert json.loads(proc.stdout)["state"] == "succeeded"
+
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+LISTENERS = ("bind", "HTTPServer", "ThreadingHTTPServer", "TCPServer", "create_server", "CoordinatorServer")
+
+
+def _non_loopback_binds() -> list[str]:
+    """Listening calls with an address literal other than loopback, and defaults of `host` parameters."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and _dotted(node.func).endswith(LISTENERS) and node.args:
+                first = node.args[0].elts[0] if isinstance(node.args[0], ast.Tuple) else node.args[0]
+                if isinstance(first, ast.Constant) and first.value not in LOOPBACK:
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {first.value!r}")
+            if isinstance(node, ast.AnnAssign):
+                if _dotted(node.target) == "host" and isinstance(node.value, ast.Constant) and node.value.value not in LOOPBACK:
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: host = {node.value.value!r}")
+            if isinstance(node, ast.arguments):
+                named = node.args[-len(node.defaults):] if node.defaults else []
+                for arg, default in zip(named, node.defaults):
+                    if arg.arg == "host" and isinstance(default, ast.Constant) and default.value not in LOOPBACK:
+                        found.append(f"{path.relative_to(PACKAGE)}:{default.lineno}: host={default.value!r}")
+    return found
 
 
 def _job(dir: Path, crash_file: str) -> Path:
