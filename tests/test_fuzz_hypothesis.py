@@ -94,7 +94,7 @@ def _assert_clean(argv: list[str]) -> None:
     assert problem is None, problem
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=80, **SETTINGS)
 @given(body=st.lists(lines, max_size=25), form=st.sampled_from(JOB_FORMS), as_json=st.booleans())
 def test_any_events_jsonl(scratch, body, form, as_json):
     job = scratch / "job"
@@ -103,7 +103,7 @@ def test_any_events_jsonl(scratch, body, form, as_json):
     _assert_clean([str(job) if a == "{}" else a for a in form] + ["--json"] * as_json)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(body=st.lists(log_lines() | st.text(max_size=40), min_size=1, max_size=30),
        form=st.sampled_from([f for f in JOB_FORMS if f[0] in ("status", "stragglers", "crashes", "workers", "diagnose")]))
 def test_any_zephyr_like_log(scratch, body, form):

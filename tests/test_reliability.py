@@ -44,8 +44,8 @@ def _kill_group(pid: int) -> bool:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_workers_killed_mid_shard_again_and_again_lose_and_double_nothing(tmp_path):
-    rows, shards = 3000, 10
-    config = JobConfig(workers=3, runner="inline", stages=fast_stages(shards, rows, chunk_seconds=0.06),
+    rows, shards = 3000, 12
+    config = JobConfig(workers=3, runner="inline", stages=fast_stages(shards, rows, chunk_seconds=0.1),
                        coordinator=FAST, root=tmp_path, deadline_s=240, respawn=True, respawn_delay_s=0.3)
     job = Job(config).start()
     waiter = threading.Thread(target=job.wait, daemon=True)
@@ -54,8 +54,12 @@ def test_workers_killed_mid_shard_again_and_again_lose_and_double_nothing(tmp_pa
     kills: list[tuple[str, int, int]] = []
     try:
         while waiter.is_alive() and len(kills) < 6:
-            time.sleep(rnd.uniform(0.4, 1.2))
-            busy = [(wid, w) for wid, w in requests.get(job.url + "/workers", timeout=5).json().items()
+            time.sleep(rnd.uniform(0.3, 0.8))
+            try:
+                workers = requests.get(job.url + "/workers", timeout=5).json()
+            except requests.ConnectionError:  # the job ended meanwhile
+                break
+            busy = [(wid, w) for wid, w in workers.items()
                     if w["state"] == "active" and w.get("shard") is not None and w.get("items")]
             procs = {w.id: w.proc for w in job.workers if w.proc and w.proc.poll() is None}
             busy = [(wid, w) for wid, w in busy if wid in procs and procs[wid].pid == w["pid"]]
@@ -169,7 +173,7 @@ DEMO = ["demo", "--workers", "2", "--shards", "4", "--rows", "2000", "--runner",
         "--heartbeat", "0.2", "--heartbeat-timeout", "2", "--deadline", "60", "--no-show"]
 
 
-@pytest.mark.parametrize("home", ["a-file", "/dev/full", "/proc/version/zdebug"])
+@pytest.mark.parametrize("home", ["a-file", "/dev/full"])
 def test_unwritable_job_store_is_a_one_line_error(home, tmp_path):
     if home == "a-file":
         home = tmp_path / "a-file"

@@ -156,9 +156,10 @@ def test_crash_files_named_by_evidence_stay_inside_the_job_dir(crash_file, tmp_p
 
 @pytest.fixture(scope="module")
 def hostile_job(reference_job, tmp_path_factory) -> Path:
-    """A real job (task exception + infra loss) whose crash texts, logs and error fields carry
+    """A real job (task exception, segfault, OOM kill) whose crash texts, logs and error fields carry
     terminal control sequences: clear screen, OSC title / hyperlink, 8-bit CSI."""
-    result = reference_job("exception:1", "kill-worker:0", workers=2, shards=4, stages=1)
+    result = reference_job("oom:1", "segfault:2", "exception:3", runner="subprocess", workers=3, shards=6,
+                           memory_limit_mb=300)  # test_reference's job: cached when both run
     job = tmp_path_factory.mktemp("hostile") / result.execution_id
     shutil.copytree(result.job_dir, job)
     esc = ESC.decode("latin-1") + "\x1b]8;;http://evil/\x07link\x1b]8;;\x07"
