@@ -138,7 +138,9 @@ def _crashes(attempts: pd.DataFrame, job_dir: Path, warnings: list[str]) -> list
         if isinstance(row.crash_file, str) and row.crash_file:
             path = _inside(job_dir, row.crash_file)
             if path is None:
-                warnings.append(f"{row.crash_file}: crash file outside the job dir, ignored")
+                where = "missing" if (job_dir / row.crash_file).resolve().is_relative_to(job_dir.resolve()) else \
+                    "outside the job dir"
+                warnings.append(f"{row.crash_file}: crash file {where}, ignored")
             else:
                 try:
                     with open(path, "rb") as fh:
