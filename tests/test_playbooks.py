@@ -94,14 +94,14 @@ def test_live_playbook_commands_run_against_a_running_job(book, tmp_path):
         waiter.start()
         stack.callback(waiter.join, 60)
         stack.callback(job.stop)
-        wait_for_tail(job)
+        wait_for_tail(job, book.settle_s)
         text = run_commands(book, substitutions, env)
     assert_promises(book, text)
 
 
-def wait_for_tail(job: Job) -> None:
-    """Until every shard has started, then a little longer so the held ones age past their peers."""
+def wait_for_tail(job: Job, settle_s: float) -> None:
+    """Until every shard has started, then `settle_s` longer so the held ones age past their peers."""
     deadline = time.time() + 30
     while time.time() < deadline and job.coordinator.get_status().queue_depth > 0:
         time.sleep(0.2)
-    time.sleep(3)
+    time.sleep(settle_s)

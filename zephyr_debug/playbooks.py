@@ -7,6 +7,7 @@
     job = { workers = 3, shards = 8 }     # run_reference options
     live = false                          # true: commands run while the job is running
     prometheus = false                    # true (with live): a local Prometheus scrapes it
+    settle_s = 3                          # live: seconds to let held shards age before the commands
     expect = ["data-skew"]                # what the commands' output must name
     +++
 
@@ -39,6 +40,7 @@ class Playbook:
     job: dict = field(default_factory=dict)
     live: bool = False
     prometheus: bool = False
+    settle_s: float = 3.0
     expect: list[str] = field(default_factory=list)
     causes: list[str] = field(default_factory=list)
 
@@ -59,7 +61,7 @@ def parse(path: Path) -> Playbook:
         raise ZdebugError(f"{path}: bad front matter ({exc})") from None
     return Playbook(name=path.stem, path=path, title=meta.get("title", path.stem), body=text[match.end():],
                     faults=meta.get("faults", []), job=meta.get("job", {}), live=meta.get("live", False),
-                    prometheus=meta.get("prometheus", False),
+                    prometheus=meta.get("prometheus", False), settle_s=meta.get("settle_s", 3.0),
                     expect=meta.get("expect", []), causes=meta.get("causes", []))
 
 
