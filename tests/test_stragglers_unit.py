@@ -173,3 +173,22 @@ def test_contract_and_cause_vocabulary():
         assert {"shard", "worker", "stage", "cause", "causes", "elapsed_s", "ratio_to_median", "evidence",
                 "next"} <= set(f)
         assert f["cause"] == f["causes"][0] and set(f["causes"]) <= set(CAUSES)
+
+
+def test_a_log_naming_few_workers_is_not_all_workers_dead_while_its_status_says_alive():
+    rows = stage_of(8) + [running("s0", 8, "w9", 0)]
+    named = [{"worker": "w9", "state": "failed", "last_seen_ago": 500.0}]
+    status = [{"ts": T0 + 900, "stage": "s0", "completed": 8, "total": 9, "in_flight": 1, "queue_depth": 0,
+               "alive": 3000, "registered": 3180, "dead": 180}]
+    ev = make(rows, workers=named, state="running", now=T0 + 900, status=status)
+    causes = {c for f in analyze(ev)["findings"] for c in f["causes"]}
+    assert "all-workers-dead" not in causes and "dead-holder" in causes
+    ev.status = frame([{**status[0], "alive": 0, "dead": 3180}], STATUS_COLUMNS)
+    assert "all-workers-dead" in {c for f in analyze(ev)["findings"] for c in f["causes"]}
+
+
+def test_a_requeued_shard_with_an_unknown_holder_is_not_a_dead_holder():
+    rows = stage_of(8) + [running("s0", 8, None, 0)]
+    ev = make([r for r in rows if r["worker"]], state="running", now=T0 + 150)
+    ev.attempts = frame(rows, ATTEMPT_COLUMNS)
+    assert all("dead-holder" not in f["causes"] for f in analyze(ev)["findings"])

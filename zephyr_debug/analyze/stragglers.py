@@ -315,12 +315,15 @@ def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.Dat
     out["holder_alive"] = np.where(known, w_alive.reindex(worker_names, fill_value=False).to_numpy(dtype=bool)[pick]
                                    if len(holder) else False, False)
     active = ev.state in ("running", "interrupted")
-    lost_all = len(w) > 0 and not w_alive.any() and not (w["state"] == "done").all() and ev.state != "succeeded"
+    # A log may name only some workers: its last status line's alive count overrules the table.
+    alive_now = pd.to_numeric(ev.status["alive"], errors="coerce").iloc[-1] if len(ev.status) else np.nan
+    lost_all = (len(w) > 0 and not w_alive.any() and not (w["state"] == "done").all() and ev.state != "succeeded"
+                and not alive_now > 0)
     running = out["running"].to_numpy(dtype=bool)
     starts = out["first_start"]
     current = ev.stages[-1].name if ev.stages else out["stage"].iloc[starts.idxmax() if starts.notna().any() else -1]
     out["all_dead"] = lost_all & ~done & (stage_code == stage_names.get_indexer([current])[0])
-    out["dead_now"] = active & running & ~out["holder_alive"]
+    out["dead_now"] = active & running & known & ~out["holder_alive"]  # an unknown holder is not a dead one
     out["stuck_now"] = active & running & out["holder_alive"] & (out["plateau_now_s"] >= th.stuck_heartbeats * hb)
     out["crash_loop"] = out["task_failures"] + out["infra_failures"] >= th.repeated_failures
     out["flag"] = (out["slow"] | out["all_dead"] | out["dead_now"] | out["stuck_now"] | out["crash_loop"]
