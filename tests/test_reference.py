@@ -211,3 +211,13 @@ def test_a_timed_hang_blocks_once_for_its_length(reference_job):
     done = {e["shard"]: e["elapsed_s"] for e in events(result.job_dir, "shard_done")}
     others = max(v for k, v in done.items() if k != 1)
     assert 2.0 <= done[1] < 2.0 + others + 2.0  # one 2 s hang, not one per remaining chunk
+
+
+def test_inline_oom_attempts_read_back_as_oom(reference_job):
+    coordinator = CoordinatorConfig(heartbeat_interval=0.2, heartbeat_timeout=4.0, status_interval=0.25,
+                                    no_workers_timeout=5.0, max_infra_failures=3)
+    result = reference_job("oom:1:always", workers=2, shards=3, stages=1, memory_limit_mb=300,
+                           coordinator=coordinator, respawn_delay_s=0.2)
+    failed = load(str(result.job_dir)).attempts.query("outcome == 'failed'")
+    assert list(failed["shard"]) == [1, 1, 1]
+    assert set(failed["kind"]) == {"infra"} and set(failed["failure"]) == {"oom"}

@@ -169,7 +169,10 @@ def _shards(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
             np.full(len(rows), np.nan)
 
     every = np.arange(len(a))
-    rss = np.fmax(sampled("rss_max", every), _num(a, "peak_rss_bytes").to_numpy())
+    # The limit is per process: a subprocess attempt's own peak (wait4) is the number to compare; the
+    # heartbeat samples add the worker's RSS to its child's, so they stand in only when there is none.
+    peak = _num(a, "peak_rss_bytes").to_numpy()
+    rss = np.where(np.isnan(peak), sampled("rss_max", every), peak)
     limit = ev.config.get("memory_limit_mb")
     near = rss >= th.memory_near * float(limit) * (1 << 20) if limit else np.zeros(len(a), dtype=bool)
     oom = failed & ((pd.Series(_col(a, "failure")) == "oom").to_numpy() | (_num(a, "returncode").to_numpy() == -9)

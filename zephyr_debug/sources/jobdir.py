@@ -41,6 +41,7 @@ def load(job_dir: Path) -> Evidence:
     workers: dict[str, dict] = {}
     stages: dict[str, StageInfo] = {}
     launcher_pid = None
+    oom_killed: dict[str, float] = {}  # worker -> time its process (tree) was last OOM-killed
     ended = False
     for e in events:
         kind, ts = e["type"], e["ts"]
@@ -75,6 +76,8 @@ def load(job_dir: Path) -> Evidence:
             else:
                 row.update(outcome="failed", kind=e["kind"], error=e.get("error"), failure=e.get("failure"),
                            reason=e.get("reason"))
+                if e["kind"] == "infra" and oom_killed.get(e["worker"], -1.0) >= (start or 0.0):
+                    row["failure"] = "oom"  # the OOM killer took the worker while it held this attempt
             worker = _worker(workers, e["worker"], ts)
             if worker.get("shard") == e["shard"]:
                 worker["shard"] = None
@@ -92,6 +95,8 @@ def load(job_dir: Path) -> Evidence:
             w["pid"] = e.get("pid", w.get("pid"))
             if e.get("reason") == "re-registered":
                 w["shard"] = None
+        elif kind == "oom_kill":
+            oom_killed[e["worker"]] = ts
         elif kind == "abort":
             ev.fatal_error = e.get("fatal_error")
         elif kind == "job_end":
