@@ -218,3 +218,13 @@ def test_iris_get_task_logs_json_goes_through_the_evidence_loader(zdebug, tmp_pa
     tracebacks = [g for g in from_log if g["kind"] != "segv"]
     assert sorted(g["fingerprint"] for g in groups) == sorted(g["fingerprint"] for g in tracebacks)
     assert sum(g["count"] for g in groups) == sum(g["count"] for g in tracebacks)
+
+
+def test_a_traceback_restated_after_last_error_is_not_a_new_crash(tmp_path):
+    tb = ('Traceback (most recent call last):\n  File "/app/job.py", line 3, in run\n    f()\n'
+          'ValueError: bad record 2\n')
+    log = tmp_path / "coordinator.log"
+    log.write_text("E20261203 05:22:57 1400 zephyr.execution Worker w-0 error on shard 2\n" + tb
+                   + "E20261203 05:23:00 1400 zephyr.execution Shard 2 failed 3 times (max 3).\nLast error:\n" + tb)
+    found = list(inputs.stream(str(log), Stats()))
+    assert len(found) == 1 and found[0].line == 2

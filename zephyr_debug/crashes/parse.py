@@ -63,6 +63,7 @@ class _Open:
     group: bool = False  # an exception group (indented, no exception line of its own)
     pending_blank: int = 0
     message_lines: int = 0
+    restated: bool = False  # follows Zephyr's abort `Last error:`: a failure already reported
 
 
 class _Context:
@@ -119,10 +120,12 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
     stats = stats if stats is not None else Stats()
     ctx = _Context()
     cur: _Open | None = None
+    prev = ""
     for lineno, line in enumerate(lines, 1):
         if cur is None and not any(t in line for t in TRIGGERS):  # most lines: nothing to do
             if line[4:5] == "-" or line[1:9].isdigit():
                 ctx.record = line
+            prev = line
             continue
         record = None
         if line[:1].isdigit() or line[:1] in ("I", "W", "E", "F"):
@@ -131,15 +134,18 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
             line = line[m.end():]
         if cur is not None:
             if record is None and _feed(cur, line):
+                prev = line
                 continue
-            yield _close(cur, source, ctx, stats)
+            if not cur.restated:
+                yield _close(cur, source, ctx, stats)
             cur = None
         if record is not None:
             ctx.record = line
             line = record.group(3)
             ctx.see(line)
         if TRACEBACK_START.match(line):
-            cur = _Open("traceback", lineno, [line], "frames", group=line[0] != "T")
+            cur = _Open("traceback", lineno, [line], "frames", group=line[0] != "T",
+                        restated=prev.rstrip().endswith("Last error:"))
         elif FAULT_START.match(line):
             cur = _Open("fault", lineno, [line], "body")
         elif "Subprocess for shard" in line and (m := ZEPHYR_ONE_LINE.search(line)):
@@ -148,7 +154,8 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
         elif "due to infra failure" in line and (m := INFRA_REQUEUE.search(line)):
             yield _crash(m.group(0), source, lineno, ctx, stats, shard=int(m.group(1)), worker=m.group(2),
                          kind="infra")
-    if cur is not None:
+        prev = line
+    if cur is not None and not cur.restated:
         yield _close(cur, source, ctx, stats)
 
 
