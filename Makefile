@@ -18,7 +18,7 @@ demo: install
 	$(BIN)/zdebug demo
 
 test: install
-	$(BIN)/pytest -q -ra
+	$(BIN)/pytest -q -ra --durations=20
 
 dashboards: install
 	$(BIN)/python -m zephyr_debug.dashboards dashboards

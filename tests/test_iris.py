@@ -30,7 +30,6 @@ import pytest
 
 from zephyr_debug.analyze import stragglers
 from zephyr_debug.errors import ZdebugError
-from zephyr_debug.sources import iris as iris_source
 from zephyr_debug.sources import load
 
 pytestmark = [pytest.mark.slow, pytest.mark.iris]
@@ -198,9 +197,13 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
     assert len(workers) == 2 and all(w["worker"].startswith("zephyr-zdebug-test-") for w in workers), workers
     assert max(w["memory_mb"] or 0 for w in workers) > 50, workers  # from the Iris worker's own list-tasks
 
-    profile = json.loads(iris_source.profile_task(live, 2))
-    frames = {f["name"] for f in profile["shared"]["frames"]}
-    assert "work" in frames, sorted(frames)[:40]  # py-spy saw the user function of the slow shard
+    speedscope_file = tmp_path / "iris.speedscope.json"
+    run = zdebug(tmp_path, "profile", "--straggler", live, "--duration", "2", "-o", str(speedscope_file), "--json")
+    stdout, stderr = run.communicate(timeout=180)
+    assert run.returncode == 0, stderr
+    assert json.loads(stdout)["file"] == str(speedscope_file)
+    frames = {f["name"] for f in json.loads(speedscope_file.read_text())["shared"]["frames"]}
+    assert "work" in frames, sorted(frames)[:40]  # py-spy, run by Iris, saw the user function of the slow shard
 
     for bad, message in [(target(cluster.url, "/root/no-such-job"), "not found"),
                          (target(cluster.url, plain), "no Zephyr coordinator"),

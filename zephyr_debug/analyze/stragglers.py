@@ -84,10 +84,11 @@ def _num(frame: pd.DataFrame, col: str) -> pd.Series:
     return pd.to_numeric(frame[col], errors="coerce").astype(float)
 
 
-def _progress(ev: Evidence, hb: float, keys: _Keys) -> pd.DataFrame:
+def _progress(ev: Evidence, hb: float, keys: _Keys, finished_items: pd.Series) -> pd.DataFrame:
     """Per (stage, shard, worker) key from heartbeat samples: last items/ts, longest and current
     no-progress span (seconds; a gap of several heartbeats ends a span: the worker died and
-    came back), peak RSS and mean CPU while holding the shard."""
+    came back), peak RSS and mean CPU while holding the shard. `finished_items` (by key) is
+    the item count a done attempt reported: the last heartbeat may predate the end."""
     s = ev.samples
     cols = ["last_ts", "last_items", "plateau_s", "stalled_s", "plateau_now_s", "rss_max", "cpu"]
     empty = pd.DataFrame({c: pd.Series(dtype=float) for c in cols})
@@ -109,7 +110,7 @@ def _progress(ev: Evidence, hb: float, keys: _Keys) -> pd.DataFrame:
     plateau = (np.maximum.reduceat(ts, starts) - ts[starts])[run]
     frame = pd.DataFrame({"key": key, "ts": ts, "items": items, "plateau": plateau, "rss": rss, "cpu": cpu})
     # A span at the shard's last item count is it finishing (writing output, exiting), not a stall.
-    final = frame.groupby("key", sort=False)["items"].transform("max")
+    final = np.fmax(frame.groupby("key", sort=False)["items"].transform("max"), frame["key"].map(finished_items))
     frame["midway"] = frame["plateau"].where(frame["items"] < final, 0.0)
     frame["stalled"] = frame["midway"].where(moved, 0.0)  # each span counted once
     return frame.groupby("key", sort=False).agg(
@@ -159,7 +160,8 @@ def _shards(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
     is_done = (outcome == "done").to_numpy(dtype=bool)
     start, end, secs = (_num(a, c).to_numpy() for c in ("start_ts", "end_ts", "elapsed_s"))
     secs = np.where(running, ev.now - start, np.where(np.isnan(secs), end - start, secs))
-    progress = _progress(ev, hb, keys)
+    items = _num(a, "items").to_numpy()
+    progress = _progress(ev, hb, keys, pd.Series(np.where(is_done, items, np.nan)).groupby(key3).max())
     at = pd.Index(progress.index).get_indexer(key3)
     seen = at >= 0
 
@@ -201,7 +203,7 @@ def _shards(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
         "oom_attempts": total(oom).astype(int), "burned_s": total(np.where(failed, np.nan_to_num(secs), 0.0)),
         "secs_total": total(np.nan_to_num(secs)), "rss_max": np.fmax.reduceat(rss[order], first),
         "failed_workers": np.bincount(lost // (len(worker_names) + 1), minlength=len(first)),
-        "start": start[last], "secs": secs[last], "items": _num(a, "items").to_numpy()[last],
+        "start": start[last], "secs": secs[last], "items": items[last],
         # how long the finished attempt ran (its peers' yardstick), and the newest failed attempt
         "run_s": np.where(is_done[last], np.where(np.isnan(end - start), secs, end - start)[last], np.nan),
         "failed_row": np.where(failed_at >= 0, rows[order[np.maximum(failed_at, 0)]], -1)})

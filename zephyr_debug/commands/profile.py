@@ -85,6 +85,10 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JSON,
     ) -> None:
         """Sample a pid or a job's worker with py-spy; write a speedscope file; print the verdict."""
+        iris_job = next((t for t in (straggler, job) if t and t.startswith("iris://")), None)
+        if iris_job:  # Iris runs py-spy on the task's host: profile-task
+            _record_on_iris(iris_job, None if straggler else target, duration, output, as_json)
+            return
         resolved = resolve(target, job, straggler)
         rec = pyspy.record(resolved.pid, output or _default_output(resolved), duration_s=duration, rate=rate,
                            gil=gil, idle=idle, subprocesses=with_subprocesses(resolved, subprocesses),
@@ -110,3 +114,17 @@ def register(app: typer.Typer) -> None:
         summary = summarize_profile(doc, source=str(file))
         summary.update(file=str(output or file), next=_next_steps(summary, output or file, None))
         print_json(summary) if as_json else render_summary(summary)
+
+
+def _record_on_iris(job: str, worker: str | None, duration: int, output: Path | None, as_json: bool) -> None:
+    """`zdebug profile --straggler iris://…` / `WORKER --job iris://…`: Iris's profile-task."""
+    from zephyr_debug.sources import iris
+
+    path = output or Path(f"zdebug-profile-iris-{time.strftime('%Y%m%d-%H%M%S')}.speedscope.json")
+    path.write_bytes(iris.profile_task(job, duration, worker))
+    doc = speedscope.load(path)
+    speedscope.write(doc, path)
+    summary = summarize_profile(doc, duration_s=duration, source=job)
+    summary.update(file=str(path), target={"iris": job, "worker": worker}, next=_next_steps(summary, path, None))
+    print_json(summary) if as_json else render_summary(summary)
+

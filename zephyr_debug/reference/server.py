@@ -23,6 +23,14 @@ from zephyr_debug.reference.metrics import CoordinatorCollector
 LOOPBACK = "127.0.0.1"
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up (a worker killed mid-request) is routine here, not a traceback."""
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class CoordinatorServer:
     """Serves one Coordinator until `close()`."""
 
@@ -35,7 +43,7 @@ class CoordinatorServer:
         registry.register(CoordinatorCollector(coordinator))
         self.registry = registry
         try:
-            self.httpd = ThreadingHTTPServer((host, port), _handler(self))
+            self.httpd = _QuietServer((host, port), _handler(self))
         except OSError as exc:
             raise ZdebugError(f"{host}:{port}: coordinator cannot listen ({exc.strerror or exc})") from None
         self.httpd.daemon_threads = True
