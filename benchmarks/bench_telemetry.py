@@ -84,8 +84,10 @@ def _source_load() -> dict:
                            faults=[parse_fault("exception:2")],
                            coordinator=CoordinatorConfig(heartbeat_interval=0.5, heartbeat_timeout=5.0,
                                                          status_interval=0.5))
-        job = Job(config).start()
+        job = Job(config).serve()
         prom.add_target(job.url)
+        prom.wait_scraped(job.url)
+        job.start()
         job.wait()
         time.sleep(1.0)
         timed = {}

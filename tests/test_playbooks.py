@@ -84,12 +84,14 @@ def test_live_playbook_commands_run_against_a_running_job(book, tmp_path):
                        faults=[parse_fault(f) for f in book.faults], root=tmp_path, deadline_s=90, **options)
     env = {**os.environ, "ZDEBUG_HOME": str(tmp_path.parent)}
     with ExitStack() as stack:
-        job = Job(config).start()
+        job = Job(config).serve()
         substitutions = {"$JOB": str(job.job_dir), "$URL": job.url, "$RUN": job.execution_id}
         if book.prometheus:
             prom = stack.enter_context(LocalPrometheus(tmp_path / "prometheus"))
             prom.add_target(job.url)
+            prom.wait_scraped(job.url)
             substitutions["$PROM"] = prom.url
+        job.start()
         waiter = threading.Thread(target=job.wait, daemon=True)
         waiter.start()
         stack.callback(waiter.join, 60)

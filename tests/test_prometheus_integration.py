@@ -55,10 +55,13 @@ def observed(jobs_root, tmp_path_factory):
         for name, (faults, options) in SCENARIOS.items():
             options = {"coordinator": CONFIG, "deadline_s": 60.0, "linger_s": 1.5, **options}
             job = Job(JobConfig(workers=3, runner="inline", stages=fast_stages(8, 4000, 0.1), root=jobs_root,
-                                faults=[parse_fault(f) for f in faults], **options)).start()
+                                faults=[parse_fault(f) for f in faults], **options)).serve()
             prom.add_target(job.url, scenario=name)
             jobs[name] = job
             threads.append(threading.Thread(target=lambda n=name: results.__setitem__(n, jobs[n].wait())))
+        for job in jobs.values():
+            prom.wait_scraped(job.url)
+            job.start()
         for t in threads:
             t.start()
         tail = jobs["tail"]

@@ -47,8 +47,10 @@ def register(app: typer.Typer) -> None:
             con.print(text, soft_wrap=True)  # URLs stay on one line, copyable
 
         with LocalPrometheus(home, scrape_interval=SCRAPE, thresholds=alerts.DEMO, port=port or None) as prom:
-            job = Job(config).start()
+            job = Job(config).serve()
             prom.add_target(job.url)
+            prom.wait_scraped(job.url)  # the run's first seconds on record too
+            job.start()
             info = {"prometheus": prom.url, "coordinator": job.url, "job": job.execution_id, "dir": str(job.job_dir),
                     "faults": specs, "zdebug": prometheus.target(prom.url, job.execution_id)}
             if not as_json:

@@ -87,6 +87,20 @@ class LocalPrometheus:
         self.targets.append({"targets": [urlsplit(url).netloc], "labels": labels})
         self._write_targets()
 
+    def wait_scraped(self, url: str, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Until Prometheus has scraped `url` once: the run's first seconds are then on record."""
+        netloc = urlsplit(url).netloc
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                targets = requests.get(self.url + "/api/v1/targets", timeout=1).json()["data"]["activeTargets"]
+            except (requests.RequestException, ValueError, KeyError):
+                targets = []
+            if any(t.get("health") == "up" and urlsplit(t.get("scrapeUrl", "")).netloc == netloc for t in targets):
+                return
+            time.sleep(0.2)
+        raise ZdebugError(f"prometheus on {self.url} has not scraped {url} after {timeout_s:.0f}s")
+
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()

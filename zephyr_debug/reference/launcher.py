@@ -91,7 +91,10 @@ class Job:
     def url(self) -> str:
         return self.server.url if self.server else ""
 
-    def start(self) -> Job:
+    def serve(self) -> Job:
+        """Bring the coordinator's HTTP API up, no workers yet: a scraper can attach first."""
+        if self.server:
+            return self
         cfg = self.config
         info = {"execution_id": self.execution_id, "job_dir": str(self.job_dir.resolve()), "runner": cfg.runner,
                 "workers": cfg.workers, "memory_limit_mb": cfg.memory_limit_mb,
@@ -100,6 +103,11 @@ class Job:
         self.server = CoordinatorServer(self.coordinator, info, cfg.host, cfg.port)
         self.events.write("job_start", **info, url=self.server.url, pid=os.getpid(),
                           fault_specs=[f.to_dict() for f in cfg.faults])
+        return self
+
+    def start(self) -> Job:
+        """Serve (if not yet) and launch the workers."""
+        self.serve()
         self.coordinator.begin()
         for worker in self.workers:
             self._spawn(worker)
