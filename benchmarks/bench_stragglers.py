@@ -49,8 +49,9 @@ def build(shards: int = 1_000_000, workers: int = 10_000, stages: int = 10, seed
         "start_ts": start, "end_ts": np.where(running, np.nan, start + secs),
         "outcome": np.where(running, "running", "done").astype(object), "kind": None,
         "elapsed_s": np.where(running, np.nan, secs), "items": np.where(running, np.nan, items),
-        "bytes": np.where(running, np.nan, items * 200), "error": None, "crash_file": None, "peak_rss_bytes": np.nan,
-        "returncode": np.nan}, columns=ATTEMPT_COLUMNS)
+        "bytes": np.where(running, np.nan, items * 200), "error": None, "crash_file": None,
+        "peak_rss_bytes": np.full(len(shard), np.nan), "returncode": np.full(len(shard), np.nan)},  # float, as loaded
+        columns=ATTEMPT_COLUMNS)
     # The last 20 heartbeats of each in-flight shard; the hung ones' counters stand still.
     run_idx = np.flatnonzero(running)
     k = np.arange(20)

@@ -206,7 +206,7 @@ def _shards(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
         "start": start[last], "secs": secs[last], "items": items[last],
         # how long the finished attempt ran (its peers' yardstick), and the newest failed attempt
         "run_s": np.where(is_done[last], np.where(np.isnan(end - start), secs, end - start)[last], np.nan),
-        "failed_row": np.where(failed_at >= 0, rows[order[np.maximum(failed_at, 0)]], -1)})
+        "failed_row": np.where(failed_at >= 0, rows[order[np.maximum(failed_at, 0)]], -1)}, copy=False)
     for col in ("last_ts", "last_items", "plateau_s", "stalled_s", "plateau_now_s", "cpu"):
         out[col] = sampled(col, last)
     span_end = np.where(out["done"], out["last_end"], ev.now)
@@ -261,7 +261,8 @@ def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.Dat
         idx = order[lo:hi]
         # Peers' yardstick: how long their finished attempt ran (retries are not a shard's size).
         fin = done[idx] & ~np.isnan(run[idx])
-        finished = np.sort(run[idx][fin])
+        by_run = np.argsort(run[idx][fin])
+        finished = run[idx][fin][by_run]
         row = {"stage": stage_names[code], "total": max(totals.get(stage_names[code], 0), len(idx)),
                "done": int(done[idx].sum()), "running": int(out["running"].to_numpy()[idx].sum()),
                **dict(zip(("median_s", "p90_s", "p99_s"), _quantiles(finished, (0.5, 0.9, 0.99)))),
@@ -269,7 +270,8 @@ def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.Dat
         rows.append(row)
         if not len(finished):
             continue
-        rank = np.where(fin, np.searchsorted(finished, run[idx]), len(finished))
+        rank = np.full(len(idx), len(finished))  # each finished shard's place among them
+        rank[np.flatnonzero(fin)[by_run]] = np.arange(len(finished))
         for name, q in names.items():
             stats[name][idx] = _loo_quantile(finished, rank, q)
         stats["peers"][idx] = len(finished) - fin
@@ -313,8 +315,9 @@ def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.Dat
     w_alive = w["state"].isin(ALIVE_STATES) & ~(w_seen > timeout)
     holder = w.reindex(worker_names)
     pick = np.where(known, worker_code, 0)
-    out["holder_state"] = np.where(known, holder["state"].to_numpy(dtype=object)[pick] if len(holder) else None,
-                                   None)
+    state_code, state_names = pd.factorize(holder["state"])  # codes: a million strings would be slow
+    codes = np.where(known, state_code[pick], -1) if len(holder) else np.full(n, -1)
+    out["holder_state"] = pd.Categorical.from_codes(codes, state_names)
     out["holder_seen_ago"] = np.where(known, w_seen.reindex(worker_names).to_numpy(dtype=float)[pick]
                                       if len(holder) else np.nan, np.nan)
     out["holder_alive"] = np.where(known, w_alive.reindex(worker_names, fill_value=False).to_numpy(dtype=bool)[pick]
@@ -408,7 +411,8 @@ def _finding(ev: Evidence, r, hb: float, th: Thresholds) -> dict:
             "metrics": {k: _round(getattr(r, k)) for k in (
                 "median_s", "p90_s", "p99_s", "peers", "items", "items_ratio", "rate", "rate_ratio",
                 "worker_speed", "worker_shards", "cpu", "cpu_ratio", "task_failures", "infra_failures", "attempts", "burned_s",
-                "plateau_s", "stalled_s", "rss_max")} | {"done": bool(r.done), "holder_state": r.holder_state}}
+                "plateau_s", "stalled_s", "rss_max")} | {"done": bool(r.done),
+                                                   "holder_state": r.holder_state if isinstance(r.holder_state, str) else None}}
 
 
 def _rate_causes(job: str, worker: str | None, r, th: Thresholds, lines: list[str]) -> dict[str, str]:
