@@ -189,6 +189,26 @@ def test_parallel_ranges_and_small_chunks_match_one_pass(big_log):
     assert [c.location for c in tl_one.crashes] == [c.location for c in tl_par.crashes]
 
 
+def test_grep_finds_the_same_lines_as_the_python_scan(big_log, tmp_path):
+    """grep -F is the fast path for large files: same hits, offsets, line numbers and blocks."""
+    odd = tmp_path / "odd.log"  # NUL bytes, CR, invalid UTF-8, no final newline, keyword at line start
+    odd.write_bytes(b"\x00\xff Shard 3 done in 1.0s\r\nShard 4 x\n \xe9 Worker w1 error on shard 2\nTraceback\n"
+                    b"  File 'x'\n [s] 1/2 complete, 1 in-flight")
+    files = [big_log[0], odd, *sorted((DATA.parent / "crashes" / "logs").glob("*")),
+             *sorted(p for p in DATA.iterdir() if p.suffix in (".log", ".txt", ".bin"))]
+    for path in files:
+        expected = logtext.scan_range(str(path), 0, path.stat().st_size)[0]
+        assert logtext.grep_scan(str(path)) == expected, path
+    assert len(logtext.grep_scan(str(big_log[0]))) > 1000
+
+
+def test_without_grep_large_files_are_scanned_in_python(big_log, monkeypatch):
+    path, expected = big_log
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert logtext.grep_scan(str(path)) is None
+    assert len(logtext.load([path], "big").status) == expected["status"]
+
+
 def test_benchmark_reports_a_ratio(monkeypatch):
     monkeypatch.setenv("ZDEBUG_BENCH_LOG_MB", "8")
     for result in bench_logparse.run(quick=True).values():

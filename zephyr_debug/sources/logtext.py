@@ -1,8 +1,9 @@
 """Zephyr/Iris log text -> Evidence: the timeline rebuilt from coordinator and worker lines.
 
-Speed comes from one compiled regex over 1 MiB buffers: every event line holds one of a few
-keywords after a space (`KEYWORDS`), so the regex has a literal prefix and the scan runs in C;
-only the lines it hits are parsed (prefix, then the message regexes in `MESSAGES`). Any line
+Every event line holds one of a few keywords after a space (`KEYWORDS`). Files of 8 MiB and
+more are searched for them by GNU grep (`-F`: one pass for all strings); otherwise, or without
+grep, by one compiled regex over 1 MiB buffers (a literal prefix, so the scan runs in C). Only
+the lines hit are parsed (prefix, then the message regexes in `MESSAGES`). Any line
 prefix is accepted: Python logging, glog-like, Iris `[hh:mm:ss] task=… |`, or none. Tracebacks
 and faulthandler dumps (untimestamped) are read after / before the error line that names them.
 Memory stays bounded: one reused buffer of `CHUNK_BYTES` per process; large files are split into
@@ -16,6 +17,8 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
+import subprocess
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime
@@ -26,6 +29,7 @@ from zephyr_debug.model import Evidence
 from zephyr_debug.sources.timeline import Timeline
 
 CHUNK_BYTES = 1 << 20  # small enough for the CPU cache: the regex pass and line look-ups stay hot
+GREP_MIN_BYTES = 8 << 20  # larger files are searched by grep (-F, many strings) when it is installed
 PARALLEL_MIN_BYTES = 64 << 20  # larger files are scanned in line-aligned ranges by several processes
 MAX_PROCESSES = 4
 SPAM_SAMPLE_BYTES = 4 << 20
@@ -122,11 +126,39 @@ def _hits(buf, cut: int, pos: int, read, hits: list, lines: int = 0) -> int:
         stop = cut if stop < 0 else stop
         lines += buf.count(b"\n", counted, start)
         counted = start
-        line = bytes(buf[start:stop])
-        kw = m.group()
-        block = _block(read, pos + start, pos + stop, line) if kw in BLOCK_KEYS and BLOCK_KEYS[kw] in line else None
-        hits.append((pos + start, lines, kw, line, block))
+        hits.append(_hit(read, pos + start, lines, m.group(), bytes(buf[start:stop])))
     return lines + buf.count(b"\n", counted, cut)
+
+
+def _hit(read, offset: int, before: int, kw: bytes, line: bytes) -> Hit:
+    block = _block(read, offset, offset + len(line), line) if kw in BLOCK_KEYS and BLOCK_KEYS[kw] in line else None
+    return offset, before, kw, line, block
+
+
+def grep_scan(path: str) -> list[Hit] | None:
+    """The event lines found by GNU grep's multi-string search (`-F`, several times faster than a
+    regex pass in Python); None when grep is missing or fails (the caller scans in Python)."""
+    binary = shutil.which("grep")
+    if binary is None:
+        return None
+    args = [binary, "-a", "-n", "-b", "-F", "--color=never"] + [a for k in KEYWORDS for a in ("-e", " " + k.decode())]
+    hits: list[Hit] = []
+    try:
+        with open(path, "rb", buffering=0) as fh, subprocess.Popen(
+                [*args, "--", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                env={**os.environ, "LC_ALL": "C"}) as proc:
+            fd = fh.fileno()
+
+            def read(offset: int, size: int) -> bytes:
+                return os.pread(fd, size, offset)
+
+            for raw in proc.stdout:
+                number, offset, line = raw.split(b":", 2)
+                line = line[:-1] if line.endswith(b"\n") else line
+                hits.append(_hit(read, int(offset), int(number) - 1, EVENT_RE.search(line).group(), line))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return hits if proc.returncode in (0, 1) else None
 
 
 def _block(read, start: int, stop: int, line: bytes) -> bytes:
@@ -208,14 +240,19 @@ class LogScanner:
         self.records = False
 
     def scan_file(self, path: Path, processes: int | None = None) -> None:
+        """Large files go to grep when there is one (`processes` forces the Python scan)."""
         size = path.stat().st_size
-        procs = processes or (min(os.cpu_count() or 1, MAX_PROCESSES) if size >= PARALLEL_MIN_BYTES else 1)
-        jobs = [(str(path), a, b) for a, b in _ranges(path, procs)]
-        if len(jobs) > 1:
-            with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
-                results = list(pool.map(_scan_range_args, jobs))
+        found = grep_scan(str(path)) if processes is None and size >= GREP_MIN_BYTES else None
+        if found is not None:
+            results = [(found, 0)]
         else:
-            results = [scan_range(*job) for job in jobs]
+            procs = processes or (min(os.cpu_count() or 1, MAX_PROCESSES) if size >= PARALLEL_MIN_BYTES else 1)
+            jobs = [(str(path), a, b) for a, b in _ranges(path, procs)]
+            if len(jobs) > 1:
+                with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
+                    results = list(pool.map(_scan_range_args, jobs))
+            else:
+                results = [scan_range(*job) for job in jobs]
         base = 0
         for hits, lines in results:
             for offset, before, kw, line, block in hits:
