@@ -9,7 +9,7 @@ from zephyr_debug.reference import CoordinatorConfig, JobConfig, Job, default_st
 from zephyr_debug.reference.server import LOOPBACK
 from zephyr_debug.render.output import console, print_json, progress
 
-DEFAULT_FAULTS = ["skew-shard:3:x6", "slow-worker:1:x4", "exception:2", "oom:5", "segfault:6", "kill-worker:2"]
+DEFAULT_FAULTS = ["skew-shard:3:x6", "slow-worker:1:x6", "exception:2", "oom:5", "segfault:6", "kill-worker:2"]
 # What the demo shows afterwards: zdebug subcommands run on the finished job.
 FOLLOW_UPS: list[list[str]] = [["diagnose"], ["crashes", "--dedupe"], ["stragglers"], ["workers", "--sort", "memory"], ["report"]]
 
