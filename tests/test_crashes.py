@@ -228,3 +228,14 @@ def test_a_traceback_restated_after_last_error_is_not_a_new_crash(tmp_path):
                    + "E20261203 05:23:00 1400 zephyr.execution Shard 2 failed 3 times (max 3).\nLast error:\n" + tb)
     found = list(inputs.stream(str(log), Stats()))
     assert len(found) == 1 and found[0].line == 2
+
+
+def test_a_file_of_iris_job_log_lines_is_a_log_not_json(zdebug, tmp_path):
+    """`[hh:mm:ss] task=… |` starts like a JSON list; it must still be split as log text."""
+    lines = (CORPUS / "logs" / "mixed.log").read_bytes().splitlines(keepends=True)
+    iris = tmp_path / "iris-job.log"
+    iris.write_bytes(b"".join(line for line in lines if line.startswith(b"[")))
+    code, out, err = zdebug("crashes", str(iris), "--json")
+    assert code == 0, err
+    assert len(json.loads(out)["crashes"]) == len(list(inputs.stream(str(iris), Stats())))
+    assert json.loads(out)["crashes"]

@@ -17,6 +17,7 @@ from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import Crash
 from zephyr_debug.render import crashes as view
 from zephyr_debug.render.output import print_json
+from zephyr_debug.sources import evidencedir
 
 
 def register(app: typer.Typer) -> None:
@@ -72,7 +73,7 @@ def _crashes(source: str, stats: Stats, as_json: bool) -> Iterator[Crash]:
 def _json(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
-            return fh.read(512).lstrip()[:1] in (b"{", b"[")
+            return evidencedir.looks_json(fh.read(512))
     except OSError:
         return False
 

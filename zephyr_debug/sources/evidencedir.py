@@ -55,6 +55,12 @@ def load(path: Path) -> Evidence | None:
     return ev
 
 
+def looks_json(head: bytes) -> bool:
+    """The start of a JSON document (not an `iris job logs` line, which starts like a list)."""
+    body = head.lstrip()
+    return body[:1] in (b"{", b"[", b'"') and not IRIS_LINE_RE.match(body)
+
+
 def classify(file: Path) -> tuple[str | None, object]:
     """(kind, parsed value) of one file; (None, None) when it is not evidence zdebug knows."""
     with open(file, "rb") as fh:
@@ -62,7 +68,7 @@ def classify(file: Path) -> tuple[str | None, object]:
     body = head.lstrip()
     if not body:
         return None, None
-    if body[:1] in (b"{", b"[", b'"') and not IRIS_LINE_RE.match(body):
+    if looks_json(body):
         return _classify_json(file, body)
     if body.startswith(b"JobStatus("):
         return "status", jobstatus.parse(file.read_text("utf-8", "replace"), str(file))
