@@ -164,6 +164,12 @@ def test_any_coordinator_reply(fake_coordinator, job, status, workers, counters)
     _assert_clean(["status", fake_coordinator, "--json"])
 
 
+def test_a_null_worker_in_a_reply_is_named(fake_coordinator):
+    _Replies.routes = {"/job": b"{}", "/status": b"{}", "/workers": b'{"w7": null}', "/counters": b"{}"}
+    code, out, err = run_inprocess(["status", fake_coordinator, "--json"])
+    assert code != 0 and "/workers: worker 'w7' is NoneType" in err and "internal error" not in err
+
+
 @settings(max_examples=200, **SETTINGS)
 @given(spec=st.text(max_size=30) | st.builds(lambda k, rest: f"{k}:{rest}", st.sampled_from(
     ["oom", "hang", "slow-shard", "kill-worker", "bogus"]), st.text(alphabet="0123456789:x.=-alwystimesc", max_size=15)))

@@ -134,12 +134,17 @@ MAX_TS = 1e11  # year 5138: later (or negative, or NaN) timestamps are garbage
 MAX_INT = 1 << 63
 
 
+def has_type(value: object, types: tuple[type, ...]) -> bool:
+    """`value` is one of the JSON `types`; a bool counts as an int only where bool is named."""
+    return isinstance(value, types) and (not isinstance(value, bool) or bool in types)
+
+
 def well_formed(event: object) -> bool:
     """An event dict whose known fields have their types (None allowed unless required)."""
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         return False
     ts = event.get("ts")
-    if isinstance(ts, bool) or not isinstance(ts, _NUM) or not 0 <= ts < MAX_TS:
+    if not has_type(ts, _NUM) or not 0 <= ts < MAX_TS:
         return False
     if any(event.get(name) is None for name in REQUIRED_FIELDS.get(event["type"], ())):
         return False
@@ -147,7 +152,7 @@ def well_formed(event: object) -> bool:
         types = FIELD_TYPES.get(name)
         if value is None or types is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, types):
+        if not has_type(value, types):
             return False
         if isinstance(value, (int, float)) and not -MAX_INT < value < MAX_INT:  # also rejects NaN
             return False

@@ -53,13 +53,18 @@ WORKER_TYPES = {"state": (str,), "last_seen_ago": _NUM, "pid": (int,), "rss_byte
 
 
 def _checked(url: str, path: str, data: dict, types: dict[str, tuple[type, ...]] | None = None) -> dict:
+    types = types or REPLY_TYPES[path]
     for key, value in data.items():
-        want = (types or REPLY_TYPES[path]).get(key) or (types or REPLY_TYPES[path]).get("*")
-        if value is not None and want and (not isinstance(value, want) or (isinstance(value, bool) and bool not in want)):
+        want = types.get(key) or types.get("*")
+        if value is not None and want and not jobstore.has_type(value, want):
             raise ZdebugError(f"{url}{path}: field {key!r} is {type(value).__name__} "
                               "(is this a zdebug reference coordinator?)")
-        if path == "/workers" and types is None:
-            _checked(url, path, value, WORKER_TYPES)
+    if types is REPLY_TYPES["/workers"]:
+        for key, worker in data.items():
+            if not isinstance(worker, dict):  # null is no worker
+                raise ZdebugError(f"{url}{path}: worker {key!r} is {type(worker).__name__} "
+                                  "(is this a zdebug reference coordinator?)")
+            _checked(url, path, worker, WORKER_TYPES)
     return data
 
 
