@@ -21,16 +21,20 @@ from zephyr_debug.reference import Job, JobConfig, parse_fault
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    """A running job whose shard 1 hangs forever; yields (job, env) once shard 1 is the only one left."""
-    root = tmp_path_factory.mktemp("watch-home") / "jobs"
+def start_job(root, hang: str, deadline_s: float) -> tuple[Job, threading.Thread, dict]:
+    """A 6-shard job with the `hang` fault, driven by a thread: (job, its waiter, env for zdebug)."""
     config = JobConfig(workers=2, runner="inline", stages=fast_stages(6, 4000, stages=1), coordinator=FAST,
-                       faults=[parse_fault("hang:1")], root=root, deadline_s=150)
+                       faults=[parse_fault(hang)], root=root, deadline_s=deadline_s)
     job = Job(config).start()
     waiter = threading.Thread(target=job.wait, daemon=True)
     waiter.start()
-    env = {**os.environ, "ZDEBUG_HOME": str(root.parent), "COLUMNS": "160"}
+    return job, waiter, {**os.environ, "ZDEBUG_HOME": str(root.parent), "COLUMNS": "160"}
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """A running job whose shard 1 hangs forever; yields (job, env) once shard 1 is the only one left."""
+    job, waiter, env = start_job(tmp_path_factory.mktemp("watch-home") / "jobs", "hang:1", 150)
     try:
         deadline = time.time() + 60
         while time.time() < deadline and job.coordinator.get_status().completed < 5:
@@ -121,13 +125,7 @@ def test_watch_refreshes_on_a_terminal_and_quits_on_ctrl_c(live):
 
 
 def test_watch_follows_a_job_to_its_end_and_exits(tmp_path):
-    root = tmp_path / "jobs"
-    config = JobConfig(workers=2, runner="inline", stages=fast_stages(6, 4000, stages=1), coordinator=FAST,
-                       faults=[parse_fault("hang:1:secs=1.5")], root=root, deadline_s=90)
-    job = Job(config).start()
-    waiter = threading.Thread(target=job.wait, daemon=True)
-    waiter.start()
-    env = {**os.environ, "ZDEBUG_HOME": str(root.parent), "COLUMNS": "160"}
+    job, waiter, env = start_job(tmp_path / "jobs", "hang:1:secs=1.5", 90)
     status = None
     pid, fd = watch_on_a_terminal(job.url, env)
     try:

@@ -261,8 +261,9 @@ def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.Dat
         idx = order[lo:hi]
         # Peers' yardstick: how long their finished attempt ran (retries are not a shard's size).
         fin = done[idx] & ~np.isnan(run[idx])
-        by_run = np.argsort(run[idx][fin])
-        finished = run[idx][fin][by_run]
+        fin_run = run[idx][fin]
+        by_run = np.argsort(fin_run)
+        finished = fin_run[by_run]
         row = {"stage": stage_names[code], "total": max(totals.get(stage_names[code], 0), len(idx)),
                "done": int(done[idx].sum()), "running": int(out["running"].to_numpy()[idx].sum()),
                **dict(zip(("median_s", "p90_s", "p99_s"), _quantiles(finished, (0.5, 0.9, 0.99)))),

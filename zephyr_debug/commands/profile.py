@@ -93,8 +93,7 @@ def register(app: typer.Typer) -> None:
         rec = pyspy.record(resolved.pid, output or _default_output(resolved), duration_s=duration, rate=rate,
                            gil=gil, idle=idle, subprocesses=with_subprocesses(resolved, subprocesses),
                            nonblocking=nonblocking)
-        doc = speedscope.load(rec.path)
-        speedscope.write(doc, rec.path)
+        doc = _load_fixed(rec.path)
         summary = summarize_profile(doc, duration_s=rec.duration_s, gil=gil, source=resolved.label)
         summary.update(file=str(rec.path), target=target_info(resolved), rate=rate, idle=idle,
                        subprocesses=rec.subprocesses, next=_next_steps(summary, rec.path, resolved.pid),
@@ -122,9 +121,14 @@ def _record_on_iris(job: str, worker: str | None, duration: int, output: Path | 
 
     path = output or Path(f"zdebug-profile-iris-{time.strftime('%Y%m%d-%H%M%S')}.speedscope.json")
     path.write_bytes(iris.profile_task(job, duration, worker))
-    doc = speedscope.load(path)
-    speedscope.write(doc, path)
+    doc = _load_fixed(path)
     summary = summarize_profile(doc, duration_s=duration, source=job)
     summary.update(file=str(path), target={"iris": job, "worker": worker}, next=_next_steps(summary, path, None))
     print_json(summary) if as_json else render_summary(summary)
 
+
+def _load_fixed(path: Path) -> dict:
+    """A just-recorded speedscope file, rewritten in place so that it validates; its document."""
+    doc = speedscope.load(path)
+    speedscope.write(doc, path)
+    return doc

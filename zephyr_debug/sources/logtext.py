@@ -147,11 +147,7 @@ def grep_scan(path: str) -> list[Hit] | None:
         with open(path, "rb", buffering=0) as fh, subprocess.Popen(
                 [*args, "--", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                 env={**os.environ, "LC_ALL": "C"}) as proc:
-            fd = fh.fileno()
-
-            def read(offset: int, size: int) -> bytes:
-                return os.pread(fd, size, offset)
-
+            read = _reader(fh.fileno())
             for raw in proc.stdout:
                 number, offset, line = raw.split(b":", 2)
                 line = line[:-1] if line.endswith(b"\n") else line
@@ -159,6 +155,11 @@ def grep_scan(path: str) -> list[Hit] | None:
     except (OSError, ValueError, AttributeError):
         return None
     return hits if proc.returncode in (0, 1) else None
+
+
+def _reader(fd: int):
+    """`read(offset, size)` on an open file, for the text around a hit (tracebacks, dumps)."""
+    return lambda offset, size: os.pread(fd, size, offset)
 
 
 def _block(read, start: int, stop: int, line: bytes) -> bytes:
@@ -185,11 +186,7 @@ def scan_range(path: str, start: int, end: int, chunk_bytes: int = CHUNK_BYTES) 
     total = 0
     buf = bytearray(chunk_bytes)
     with open(path, "rb", buffering=0) as fh:
-        fd = fh.fileno()
-
-        def read(offset: int, size: int) -> bytes:
-            return os.pread(fd, size, offset)
-
+        read = _reader(fh.fileno())
         fh.seek(start)
         fill, pos = 0, start
         while pos < end:
@@ -228,6 +225,16 @@ def _scan_range_args(args: tuple) -> tuple[list[Hit], int]:
     return scan_range(*args)
 
 
+def _python_scan(path: Path, size: int, processes: int | None) -> list[tuple[list[Hit], int]]:
+    """(hits, newline count) per line-aligned range, ranges scanned by several processes when large."""
+    procs = processes or (min(os.cpu_count() or 1, MAX_PROCESSES) if size >= PARALLEL_MIN_BYTES else 1)
+    jobs = [(str(path), a, b) for a, b in _ranges(path, procs)]
+    if len(jobs) < 2:  # an empty file has no range
+        return [scan_range(*job) for job in jobs]
+    with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(_scan_range_args, jobs))
+
+
 class LogScanner:
     """Feeds one Timeline from log text: a file (in parallel ranges when large), or records."""
 
@@ -243,16 +250,7 @@ class LogScanner:
         """Large files go to grep when there is one (`processes` forces the Python scan)."""
         size = path.stat().st_size
         found = grep_scan(str(path)) if processes is None and size >= GREP_MIN_BYTES else None
-        if found is not None:
-            results = [(found, 0)]
-        else:
-            procs = processes or (min(os.cpu_count() or 1, MAX_PROCESSES) if size >= PARALLEL_MIN_BYTES else 1)
-            jobs = [(str(path), a, b) for a, b in _ranges(path, procs)]
-            if len(jobs) > 1:
-                with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
-                    results = list(pool.map(_scan_range_args, jobs))
-            else:
-                results = [scan_range(*job) for job in jobs]
+        results = [(found, 0)] if found is not None else _python_scan(path, size, processes)
         base = 0
         for hits, lines in results:
             for offset, before, kw, line, block in hits:
