@@ -62,20 +62,27 @@ class LocalPrometheus:
         self._wait_ready()
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        try:
+            self._poll(lambda: requests.get(self.url + "/-/ready", timeout=1).status_code == 200, "not ready")
+        except ZdebugError:
+            self.close()
+            raise
+
+    def _poll(self, ok, what: str, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Until `ok()` (a call to Prometheus's API) holds; Prometheus exiting, or `timeout_s`
+        passing, is a one-line error."""
+        deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                self.close()
                 tail = (self.workdir / "prometheus.log").read_text(errors="replace").strip().splitlines()[-1:]
                 raise ZdebugError(f"prometheus exited with code {self.proc.returncode}: {' '.join(tail)}")
             try:
-                if requests.get(self.url + "/-/ready", timeout=1).status_code == 200:
+                if ok():
                     return
-            except requests.RequestException:
+            except (requests.RequestException, ValueError, KeyError):
                 pass
             time.sleep(0.2)
-        self.close()
-        raise ZdebugError(f"prometheus on {self.url} not ready after {READY_TIMEOUT_S:.0f}s")
+        raise ZdebugError(f"prometheus on {self.url} {what} after {timeout_s:.0f}s")
 
     def _write_targets(self) -> None:
         tmp = self._targets_file.with_suffix(".tmp")
@@ -90,16 +97,12 @@ class LocalPrometheus:
     def wait_scraped(self, url: str, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Until Prometheus has scraped `url` once: the run's first seconds are then on record."""
         netloc = urlsplit(url).netloc
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                targets = requests.get(self.url + "/api/v1/targets", timeout=1).json()["data"]["activeTargets"]
-            except (requests.RequestException, ValueError, KeyError):
-                targets = []
-            if any(t.get("health") == "up" and urlsplit(t.get("scrapeUrl", "")).netloc == netloc for t in targets):
-                return
-            time.sleep(0.2)
-        raise ZdebugError(f"prometheus on {self.url} has not scraped {url} after {timeout_s:.0f}s")
+
+        def scraped() -> bool:
+            targets = requests.get(self.url + "/api/v1/targets", timeout=1).json()["data"]["activeTargets"]
+            return any(t.get("health") == "up" and urlsplit(t.get("scrapeUrl", "")).netloc == netloc for t in targets)
+
+        self._poll(scraped, f"has not scraped {url}", timeout_s)
 
     def close(self) -> None:
         if self.proc.poll() is None:
