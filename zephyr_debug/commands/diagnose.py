@@ -6,10 +6,7 @@ import typer
 
 from zephyr_debug.analyze.diagnose import diagnose as run_diagnosis
 from zephyr_debug.commands.common import JOB, JSON, load_evidence
-from zephyr_debug.crashes import inputs
-from zephyr_debug.crashes.cluster import cluster
-from zephyr_debug.crashes.fingerprint import Fingerprinter
-from zephyr_debug.crashes.parse import Stats
+from zephyr_debug.crashes.cluster import job_groups
 from zephyr_debug.model import STALL_THRESHOLD_S
 from zephyr_debug.render import diagnose as view
 from zephyr_debug.render.output import print_json
@@ -24,6 +21,5 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """What is wrong with a job, most urgent first, with the playbook and next command for each."""
         ev = load_evidence(job, as_json)
-        groups = [g.to_dict() for g in cluster(inputs.job(ev, Stats()), Fingerprinter(()))]
-        result = run_diagnosis(ev, groups, stall_threshold_s=stall_minutes * 60)
+        result = run_diagnosis(ev, job_groups(ev), stall_threshold_s=stall_minutes * 60)
         print_json(result) if as_json else view.render(result)

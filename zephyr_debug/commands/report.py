@@ -9,10 +9,7 @@ import typer
 
 from zephyr_debug.analyze import stragglers
 from zephyr_debug.commands.common import JOB, JSON, load_evidence
-from zephyr_debug.crashes.cluster import cluster
-from zephyr_debug.crashes.fingerprint import Fingerprinter
-from zephyr_debug.crashes.inputs import job as job_crashes
-from zephyr_debug.crashes.parse import Stats
+from zephyr_debug.crashes.cluster import job_groups
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import Evidence, safe_name
 from zephyr_debug.render.output import console, print_json
@@ -23,8 +20,7 @@ def analyses(ev: Evidence) -> dict:
     """What the report shows besides the evidence: the stragglers analyzer's findings (with
     its tail episodes) and the crash groups."""
     findings = stragglers.analyze(ev)
-    groups = [g.to_dict() for g in cluster(job_crashes(ev, Stats()), Fingerprinter())]
-    return {"findings": findings, "groups": groups}
+    return {"findings": findings, "groups": job_groups(ev)}
 
 
 def default_path(ev: Evidence) -> Path:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from zephyr_debug.crashes import inputs
 from zephyr_debug.crashes.fingerprint import Fingerprinter, Signature
-from zephyr_debug.model import Crash
+from zephyr_debug.crashes.parse import Stats
+from zephyr_debug.model import Crash, Evidence
 
 MAX_MEMBERS = 1_000  # member sources kept per group; the count goes on
 MAX_EXAMPLE_LINES = 40
@@ -58,6 +60,11 @@ class Group:
                 "attempts": sorted(self.attempts), "first_seen": self.first_seen, "last_seen": self.last_seen,
                 "deterministic": self.deterministic(), "members": self.members,
                 "members_omitted": self.count - len(self.members), "example": self.example}
+
+
+def job_groups(ev: Evidence) -> list[dict]:
+    """A job's crash groups with the default rules, as `Group.to_dict()` (diagnose, report)."""
+    return [g.to_dict() for g in cluster(inputs.job(ev, Stats()), Fingerprinter())]
 
 
 def cluster(crashes: Iterable[Crash], fp: Fingerprinter) -> list[Group]:
