@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 
@@ -30,6 +31,10 @@ def run_reference(root: Path, faults: tuple[str, ...] = (), *, workers: int = 3,
     return run_job(config)
 
 
+RUN_DEFAULTS = {"coordinator": FAST, **{name: p.default for name, p in inspect.signature(run_reference).parameters.items()
+                                       if p.kind is p.KEYWORD_ONLY}}
+
+
 @pytest.fixture(scope="session")
 def jobs_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("zdebug-home") / "jobs"
@@ -43,7 +48,7 @@ def reference_job(jobs_root):
     cache: dict[tuple, JobResult] = {}
 
     def get(*faults: str, **options) -> JobResult:
-        key = (faults, tuple(sorted(options.items())))
+        key = (faults, tuple(sorted({**RUN_DEFAULTS, **options}.items())))  # a default given or left out: one job
         if key not in cache:
             cache[key] = run_reference(jobs_root, faults, **options)
         return cache[key]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ from plotly.offline import get_plotlyjs
 from zephyr_debug.commands.report import analyses
 from zephyr_debug.render.report import Limits, render
 
-from conftest import FAST
 from benchmarks import report_data
 from benchmarks.report_data import big_evidence
 from test_cli_foundation import ZDEBUG, assert_one_line_error, zdebug
@@ -52,8 +50,7 @@ def assert_offline(page_html: str) -> None:
 @pytest.mark.timeout(600)
 def test_report_of_a_skewed_job_highlights_the_straggler_in_chromium(reference_job, jobs_root, tmp_path):
     # The straggler-tail playbook's job (shared with its test through the session cache).
-    result = reference_job("skew-shard:3:x8", "slow-worker:1:x6", workers=3, shards=9, stages=1,
-                           coordinator=replace(FAST))
+    result = reference_job("skew-shard:3:x8", "slow-worker:1:x6", workers=3, shards=9, stages=1)
     proc = zdebug("report", str(result.job_dir), "--json", home=jobs_root.parent)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
