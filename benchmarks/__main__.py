@@ -38,10 +38,15 @@ def main() -> int:
     for col in ("benchmark", "value", "baseline", "ratio", "target", "meets"):
         table.add_column(col)
     for name, r in results.items():
-        table.add_row(name, f"{r['value']:.4g} {r['unit']}", f"{r['baseline']}: {r['baseline_value']:.4g}",
-                      f"{r['ratio']:.3g}", str(r["target"]), "yes" if r["meets"] else "NO")
+        table.add_row(name, f"{_g(r['value'], 4)} {r['unit']}", f"{r['baseline']}: {_g(r['baseline_value'], 4)}",
+                      _g(r["ratio"], 3), str(r["target"]), "yes" if r["meets"] else "NO")
     Console().print(table)
     return 0
+
+
+def _g(value: float | None, digits: int) -> str:
+    """A number to `digits` significant digits; n/a where a baseline could not run (e.g. drain3 missing)."""
+    return "n/a" if value is None else f"{value:.{digits}g}"
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def throughput(fn: Callable[[list[Crash]], object], crashes: list[Crash]) -> flo
 
 
 def _cpu_rate(crashes: list[Crash]) -> float:
-    return throughput(lambda cs: ours(cs), crashes)
+    return throughput(ours, crashes)
 
 
 def two_core_throughput(crashes: list[Crash]) -> float:
@@ -135,8 +135,9 @@ def scan_log(copies: int, tmp: Path) -> tuple[float, float, float]:
     return mb / float(cpu), int(rss_kb) / 1024, mb / max(float(read), 1e-6)
 
 
-def quality() -> dict:
-    crashes, truth = load_corpus()
+def quality(corpus: tuple[list, dict] | None = None) -> dict:
+    """Pairwise precision/recall of each grouping on the labelled corpus (`load_corpus()`)."""
+    crashes, truth = corpus or load_corpus()
     results = {"ours": pairwise(ours(crashes), truth), "exact": pairwise(exact(crashes), truth),
                "seed_regex": pairwise(seed_regex(crashes), truth)}
     drained = drain3(crashes)
@@ -153,11 +154,12 @@ def _row(value, unit, baseline, baseline_value, target, meets, higher_is_better=
 
 
 def run(quick: bool = False) -> dict:
-    q = quality()
+    corpus = load_corpus()
+    q = quality(corpus)
     ours_q, drain_q = q["ours"], q.get("drain3")
-    crashes, _ = load_corpus()
+    crashes, _ = corpus
     stream = variants(crashes, 5_000 if quick else 200_000)
-    fp_rate = throughput(lambda cs: ours(cs), stream)
+    fp_rate = throughput(ours, stream)
     two_core_rate = two_core_throughput(stream)
     drain_rate = throughput(drain3, stream[:5_000]) if drain_q else None
     with tempfile.TemporaryDirectory() as tmp:

@@ -53,7 +53,6 @@ def generate(path: Path, size: int, seed: int = 7) -> dict:
         out.write(_prefix(start, 0) + f"[{EXEC}] Starting stage {STAGE} (map_worker) with {SHARDS} tasks\n")
         for w in range(WORKERS):
             out.write(_prefix(start, 0) + f"Worker {_worker(w)} registered, total: {w + 1}\n")
-        fixed = 0
         completed = 0
         for tick in range(ticks):
             ts = start + tick * TICK_S
@@ -87,7 +86,6 @@ def generate(path: Path, size: int, seed: int = 7) -> dict:
                              f"{{{expected['requeues']}: 1}}")
             text = "\n".join(lines) + "\n"
             out.write(text)
-            fixed += len(text)
             budget = (size - out.tell()) / max(ticks - tick, 1)
             spam = max(int(budget / spam_line_bytes), 0)
             if spam:
