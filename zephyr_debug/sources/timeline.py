@@ -290,9 +290,10 @@ class Timeline:
     def finish(self) -> Evidence:
         now = self.last_ts if self.last_ts is not None else 0.0
         state = "failed" if self.fatal else ("succeeded" if self.shutdown else "running")
-        for info in self.stages.values():
-            if state == "succeeded" and info.end_ts is None:
-                info.end_ts = now
+        if state == "succeeded":
+            for info in self.stages.values():
+                if info.end_ts is None:
+                    info.end_ts = now
         ev = Evidence(job=self.job, source=self.source, now=now, state=state)
         ev.stages = sorted(self.stages.values(), key=lambda s: s.index)
         status = pd.DataFrame(self.status) if self.status else None
@@ -320,11 +321,10 @@ class Timeline:
         if ev.state != "running" or not self.status or not self.status[-1]["in_flight"]:
             return
         stage = self.status[-1]["stage"]
-        last: dict[int, dict] = {}
-        for (st, shard, _), row in sorted(self.attempts.items(), key=lambda kv: kv[0]):
-            if st == stage:
-                last[shard] = row
-        for shard, row in last.items():
+        for (st, shard), keys in sorted(self.by_shard.items()):
+            if st != stage:
+                continue
+            row = self.attempts[max(keys)]  # the shard's newest attempt
             if row.get("outcome") == "failed" and row.get("kind") == INFRA:
                 self._add((stage, shard, row["attempt"] + 1), worker=None, start_ts=row.get("end_ts"),
                           outcome="running")
