@@ -403,9 +403,11 @@ def _zephyr_workers(workers, got: Fetched):
     bases = got.worker_ids()
     task_rows = workers[workers["worker"].isin(bases.keys())]
     rest = workers[~workers["worker"].isin({t["task_id"] for t in got.tasks})].copy()
+    names = rest["worker"].astype(str)
+    stripped = names.str.replace(r":\d+$", "", regex=True)  # `BASE:N` -> BASE, once for all tasks
     for _, row in task_rows.iterrows():
         base = bases[row["worker"]]
-        mine = rest["worker"].astype(str).str.fullmatch(re.escape(base) + r"(?::\d+)?")
+        mine = (names == base) | (stripped == base)
         if not mine.any():
             continue
         for col in RESOURCE_COLUMNS:
