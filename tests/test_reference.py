@@ -12,7 +12,7 @@ import pytest
 
 from zephyr_debug import jobstore
 from zephyr_debug.reference import CoordinatorConfig
-from zephyr_debug.reference import logfmt
+from zephyr_debug import zephyrlog
 from zephyr_debug.sources import load
 
 from conftest import FAST
@@ -148,7 +148,7 @@ def test_all_workers_dead_is_visible_and_aborts(reference_job):
     assert result.state == "failed"
     assert result.fatal_error.startswith("ZephyrWorkerError: No alive workers for ")
     log = coordinator_log(result.job_dir)
-    assert logfmt.ALL_DEAD in log
+    assert zephyrlog.ALL_DEAD.format() in log
     assert "requeued but no live worker remains" in log  # a stranded shard is never silent
     kills = events(result.job_dir, "fault_injected")
     assert len(kills) == 2 and all(e["signal"] == "SIGKILL" for e in kills)

@@ -15,7 +15,7 @@ from benchmarks import bench_logparse
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.sources import load, logtext
 from zephyr_debug.sources.jobstatus import LiteralError, parse, parse_literal
-from zephyr_debug.sources.timeline import human_number
+from zephyr_debug.zephyrlog import human_number
 
 DATA = Path(__file__).parent / "data" / "formats"
 ZDEBUG = Path(sys.executable).with_name("zdebug")

@@ -24,7 +24,7 @@ from zephyr_debug.model import (
     TASK,
     JobStatus,
 )
-from zephyr_debug.reference import logfmt
+from zephyr_debug import zephyrlog
 from zephyr_debug.reference.logfmt import LineLog
 
 RUN_TASK, NO_WORK, SHUTDOWN = "run_task", "no_work_backoff", "shutdown"
@@ -126,7 +126,7 @@ class Coordinator:
         self._stage_items_at_start = self.counters["zephyr/item_count"]
         self._stage_bytes_at_start = self.counters["zephyr/bytes_processed"]
         self._status_lines_this_stage = 0
-        self.log.info(logfmt.STAGE_START.format(exec=self.execution_id, stage=self.stage_name,
+        self.log.info(zephyrlog.STAGE_START.format(exec=self.execution_id, stage=self.stage_name,
                                                 ops=spec.ops, n=spec.shards))
         self.events.write("stage_start", stage=self.stage_name, index=index, total=spec.shards, ops=spec.ops)
 
@@ -134,7 +134,7 @@ class Coordinator:
         now = time.time()
         self.events.write("stage_end", stage=self.stage_name, index=self.stage_index,
                           elapsed_s=round(now - self.stage_started, 3))
-        self.log.info(logfmt.TASKS_COMPLETED.format(stage=self.stage_name, completed=self.completed,
+        self.log.info(zephyrlog.TASKS_COMPLETED.format(stage=self.stage_name, completed=self.completed,
                                                     total=len(self.shards)))
         if self.stage_index + 1 < len(self.stages):
             self._start_stage(self.stage_index + 1)
@@ -147,7 +147,7 @@ class Coordinator:
             return
         self.fatal_error = error
         self.done = True
-        self.log.error(logfmt.ABORTED.format(error=error.splitlines()[0]))
+        self.log.error(zephyrlog.ABORTED.format(error=error.splitlines()[0]))
         self.events.write("abort", stage=self.stage_name, fatal_error=error)
 
     # -- worker API ------------------------------------------------------------------
@@ -156,14 +156,14 @@ class Coordinator:
             now = time.time()
             known = self.workers.get(worker_id)
             if known is not None:
-                self.log.info(logfmt.REREGISTERING.format(worker=worker_id))
+                self.log.info(zephyrlog.REREGISTERING.format(worker=worker_id))
                 if known.shard is not None:
                     self._infra_failure(known, "re-registration")
                 known.pid, known.state, known.last_seen = pid, ACTIVE, now
                 self.events.write("worker_state", worker=worker_id, state=ACTIVE, reason="re-registered", pid=pid)
             else:
                 self.workers[worker_id] = _Worker(worker_id, pid, last_seen=now)
-                self.log.info(logfmt.REGISTERED.format(worker=worker_id, n=len(self.workers)))
+                self.log.info(zephyrlog.REGISTERED.format(worker=worker_id, n=len(self.workers)))
                 self.events.write("worker_registered", worker=worker_id, pid=pid)
             return {"execution_id": self.execution_id,
                     "heartbeat_interval": self.config.heartbeat_interval}
@@ -198,7 +198,7 @@ class Coordinator:
         shard = self.shards.get(index) if stage_index == self.stage_index else None
         if shard is None or shard.done or shard.attempt != attempt or shard.holder != worker_id:
             current = shard.attempt if shard is not None else -1
-            self.log.info(logfmt.STALE_RESULT.format(worker=worker_id, shard=index, attempt=attempt, current=current))
+            self.log.info(zephyrlog.STALE_RESULT.format(worker=worker_id, shard=index, attempt=attempt, current=current))
             self.events.write("stale_report", stage_index=stage_index, shard=index, attempt=attempt, worker=worker_id)
             return None
         return shard
@@ -245,11 +245,11 @@ class Coordinator:
                               kind=TASK, task_errors=record.task_errors, infra_errors=record.infra_errors,
                               error=_summary(error), crash_file=crash_file, **extra)
             if record.task_errors >= limit:
-                self.log.error(logfmt.TASK_ABORT.format(shard=shard, n=record.task_errors, max=limit, worker=worker_id))
-                self._abort(logfmt.FATAL_TASK.format(shard=shard, n=record.task_errors, max=limit,
+                self.log.error(zephyrlog.TASK_ABORT.format(shard=shard, n=record.task_errors, max=limit, worker=worker_id))
+                self._abort(zephyrlog.FATAL_TASK.format(shard=shard, n=record.task_errors, max=limit,
                                                      worker=worker_id, error=error.rstrip()))
             else:
-                self.log.warning(logfmt.TASK_REQUEUE.format(shard=shard, worker=worker_id, n=record.task_errors, max=limit))
+                self.log.warning(zephyrlog.TASK_REQUEUE.format(shard=shard, worker=worker_id, n=record.task_errors, max=limit))
                 self._requeue(record, worker_id, TASK)
             return {"ok": True}
 
@@ -279,11 +279,11 @@ class Coordinator:
                           worker=worker.id, kind=INFRA, reason=reason, task_errors=record.task_errors,
                           infra_errors=record.infra_errors, error=f"worker lost ({reason})")
         if record.infra_errors >= limit:
-            self.log.error(logfmt.INFRA_ABORT.format(shard=index, infra=record.infra_errors, infra_max=limit,
+            self.log.error(zephyrlog.INFRA_ABORT.format(shard=index, infra=record.infra_errors, infra_max=limit,
                                                      worker=worker.id))
-            self._abort(logfmt.FATAL_INFRA.format(shard=index, n=record.infra_errors, max=limit, worker=worker.id))
+            self._abort(zephyrlog.FATAL_INFRA.format(shard=index, n=record.infra_errors, max=limit, worker=worker.id))
             return
-        self.log.warning(logfmt.INFRA_REQUEUE.format(
+        self.log.warning(zephyrlog.INFRA_REQUEUE.format(
             shard=index, worker=worker.id, generation=record.attempt + 1, task=record.task_errors,
             task_max=self.config.max_task_failures, infra=record.infra_errors, infra_max=limit))
         self._requeue(record, worker.id, INFRA)
@@ -295,7 +295,7 @@ class Coordinator:
                           worker=worker_id, kind=kind)
         alive = self._alive()
         if alive == 0:
-            self.log.warning(logfmt.STRANDED.format(shard=record.index, alive=0, registered=len(self.workers)))
+            self.log.warning(zephyrlog.STRANDED.format(shard=record.index, alive=0, registered=len(self.workers)))
             self.events.write("stranded", stage=self.stage_name, shard=record.index, registered=len(self.workers))
 
     def _alive(self) -> int:
@@ -310,7 +310,7 @@ class Coordinator:
                 for worker in self.workers.values():
                     silent = now - worker.last_seen
                     if worker.state == ACTIVE and silent > self.config.heartbeat_timeout:
-                        self.log.warning(logfmt.HEARTBEAT_TIMEOUT.format(worker=worker.id, secs=silent))
+                        self.log.warning(zephyrlog.HEARTBEAT_TIMEOUT.format(worker=worker.id, secs=silent))
                         worker.state = FAILED
                         self.events.write("worker_state", worker=worker.id, state=FAILED,
                                           reason="heartbeat timeout", silent_s=round(silent, 3))
@@ -327,17 +327,17 @@ class Coordinator:
             return
         if self._all_dead_since is None:
             self._all_dead_since = now
-            self.log.warning(logfmt.ALL_DEAD)
+            self.log.warning(zephyrlog.ALL_DEAD.format())
             self.events.write("all_workers_dead", registered=len(self.workers))
         idle = now - self._all_dead_since
         if idle >= self.config.no_workers_timeout:
-            self._abort(logfmt.FATAL_NO_WORKERS.format(idle=idle, elapsed=now - self.started,
+            self._abort(zephyrlog.FATAL_NO_WORKERS.format(idle=idle, elapsed=now - self.started,
                                                        registered=len(self.workers)))
 
     def _log_status(self, now: float) -> None:
         status = self.get_status(now)
         alive = self._alive()
-        line = logfmt.STATUS.format(
+        line = zephyrlog.STATUS.format(
             exec=self.execution_id, stage=status.stage, completed=status.completed, total=status.total,
             in_flight=status.in_flight, queued=status.queue_depth, alive=alive,
             registered=len(self.workers), dead=len(self.workers) - alive)
@@ -345,14 +345,14 @@ class Coordinator:
             secs = max(now - self.stage_started, 1e-9)
             items = self.counters["zephyr/item_count"] - self._stage_items_at_start
             nbytes = self.counters["zephyr/bytes_processed"] - self._stage_bytes_at_start
-            line += logfmt.THROUGHPUT.format(
-                items=logfmt.human_count(items), item_rate=logfmt.human_count(round(items / secs, 1)),
-                bytes=logfmt.human_bytes(nbytes), byte_rate=logfmt.human_bytes(nbytes / secs))
+            line += zephyrlog.THROUGHPUT.format(
+                items=zephyrlog.human_count(items), item_rate=zephyrlog.human_count(round(items / secs, 1)),
+                bytes=zephyrlog.human_bytes(nbytes), byte_rate=zephyrlog.human_bytes(nbytes / secs))
         self._status_lines_this_stage += 1
         self.log.info(line)
         attempts = Counter(s.attempt + 1 for s in self.shards.values() if s.attempt > 0)
         if attempts:
-            self.log.info(logfmt.RETRIED.format(exec=self.execution_id, counts=dict(sorted(attempts.items()))))
+            self.log.info(zephyrlog.RETRIED.format(exec=self.execution_id, counts=dict(sorted(attempts.items()))))
         self.events.write("status", stage=status.stage, completed=status.completed, total=status.total,
                           in_flight=status.in_flight, queue_depth=status.queue_depth, retries=status.retries,
                           alive=alive, registered=len(self.workers), dead=len(self.workers) - alive,

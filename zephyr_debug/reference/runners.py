@@ -18,6 +18,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from zephyr_debug import zephyrlog
 from zephyr_debug.reference import logfmt
 from zephyr_debug.reference.faults import Fault
 from zephyr_debug.reference.shardwork import Progress, run_shard
@@ -103,8 +104,8 @@ class SubprocessRunner:
 
 def _raise_for_exit(shard: int, code: int) -> None:
     if code == -signal.SIGKILL:
-        raise MemoryError(logfmt.OOM_ERROR.format(shard=shard))
-    raise RuntimeError(logfmt.EXIT_ERROR.format(shard=shard, code=code))
+        raise MemoryError(zephyrlog.OOM_ERROR.format(shard=shard))
+    raise RuntimeError(zephyrlog.EXIT_ERROR.format(shard=shard, code=code))
 
 
 def _raised_text(shard: int, code: int) -> str:

@@ -19,6 +19,7 @@ import psutil
 import requests
 
 from zephyr_debug.model import safe_name
+from zephyr_debug import zephyrlog
 from zephyr_debug.reference import logfmt
 from zephyr_debug.reference.faults import from_dicts
 from zephyr_debug.reference.runners import RUNNERS
@@ -86,7 +87,7 @@ class Worker:
                     self.call("/register", pid=os.getpid())
             except requests.RequestException as exc:
                 failures += 1
-                self.log.warning(logfmt.HEARTBEAT_FAILED.format(worker=self.id, n=failures,
+                self.log.warning(zephyrlog.HEARTBEAT_FAILED.format(worker=self.id, n=failures,
                                                                 max=MAX_HEARTBEAT_FAILURES, error=exc))
                 if failures >= MAX_HEARTBEAT_FAILURES:
                     os._exit(3)  # the coordinator is gone
@@ -110,7 +111,7 @@ class Worker:
 
     def run_task(self, task: dict) -> None:
         shard, attempt = task["shard"], task["attempt"]
-        self.log.info(logfmt.EXECUTING.format(worker=self.id, stage=task["stage"], shard=shard, attempt=attempt))
+        self.log.info(zephyrlog.EXECUTING.format(worker=self.id, stage=task["stage"], shard=shard, attempt=attempt))
         with self._lock:
             self.current = {"stage": task["stage"], "shard": shard, "items": 0, "bytes": 0}
 
@@ -125,11 +126,11 @@ class Worker:
         extra = {"returncode": outcome.returncode, "peak_rss_bytes": outcome.peak_rss_bytes,
                  "runner": self.runner.name}
         if outcome.ok:
-            self.log.info(logfmt.SHARD_DONE.format(worker=self.id, shard=shard, secs=outcome.elapsed_s))
+            self.log.info(zephyrlog.SHARD_DONE.format(worker=self.id, shard=shard, secs=outcome.elapsed_s))
             self.call("/report_result", **key, elapsed_s=outcome.elapsed_s, items=outcome.result["items"],
                       bytes=outcome.result["bytes"], **extra)
             return
-        self.log.error(logfmt.WORKER_ERROR.format(worker=self.id, shard=shard))
+        self.log.error(zephyrlog.WORKER_ERROR.format(worker=self.id, shard=shard))
         self.log.raw(outcome.error)
         crash = self.crash_dir / f"stage{task['stage_index']}-{shard}-{attempt}.txt"
         crash.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,6 @@ line-aligned ranges scanned by several processes, and the hits are folded in ord
 
 from __future__ import annotations
 
-import calendar
 import json
 import multiprocessing
 import os
@@ -24,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
+from zephyr_debug import zephyrlog
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import Evidence
 from zephyr_debug.sources.timeline import Timeline
@@ -37,74 +37,16 @@ SPAM_SHARE = 0.2
 BLOCK_BYTES = 256 << 10  # most text kept after an error line (traceback) or before it (dump)
 SNIFF_BYTES = 64 << 10
 
-# Words that every event line carries after a space. Common prefix " " -> fast C scan.
-KEYWORDS = [b"workers ", b"complete, ", b"Shard ", b"shard ", b"worker ", b"Worker ", b"tasks completed",
-            b"Starting stage ", b"Executing stage ", b"retried ", b"Coordinator aborted",
-            b"method 'run_pipeline' failed", b"[coordinator.shutdown]", b"zephyr pipeline: "]
+# Words that every event line carries after a space (zephyrlog's routing keywords). Common prefix " " -> fast C scan.
+KEYWORDS = list(dict.fromkeys(m.keyword for m in zephyrlog.MESSAGES))
 EVENT_RE = re.compile(b" (?:" + b"|".join(re.escape(k) for k in KEYWORDS) + b")")
 SPAM = b"pull_task"
+PREFIX_RE, LINE_START_RE = zephyrlog.PREFIX_RE, zephyrlog.LINE_START_RE
 
-# Line prefixes: optional Iris `[hh:mm:ss] task=… | `, then Python logging or glog-like time.
-PREFIX_RE = re.compile(
-    rb"(?:\[(?P<clock>\d\d:\d\d:\d\d)\] (?:task=\S+ \| )?)?"
-    rb"(?:(?P<date>\d{4}-\d\d-\d\d)[ T](?P<time>\d\d:\d\d:\d\d)(?:[,.](?P<frac>\d{1,6}))?"
-    rb"|[IWEFD](?P<gdate>\d{8}) (?P<gtime>\d\d:\d\d:\d\d)(?:\.(?P<gfrac>\d{1,6}))?)?")
-# Start of a line that is not a continuation of a block (has a timestamp or is a JSON record).
-LINE_START_RE = re.compile(rb"\n(?:\[\d\d:\d\d:\d\d\] |\d{4}-\d\d-\d\d[ T]\d\d:|[IWEFD]\d{8} \d\d:|\{)")
-NUM = rb"([\d.]+[KMBT]?)"
-STAGE = rb"([^\]\n]+)"
-
-# (name, regex over the whole line, signature that makes a non-matching line "unparseable").
-MESSAGES: list[tuple[str, re.Pattern, bytes | None]] = [(name, re.compile(rx), sig) for name, rx, sig in [
-    ("status", rb"(?:\[([^\]\n]+)\] )?\[" + STAGE + rb"\] (\d+)/(\d+) complete, (\d+) in-flight, (\d+) queued, "
-               rb"(\d+)/(\d+) workers alive, (\d+) dead(?:[;.] items=" + NUM + rb")?", b" complete, "),
-    ("tasks_completed", rb"\[" + STAGE + rb"\] (\d+)/(\d+) tasks completed", None),
-    ("stage_start", rb"(?:\[([^\]\n]+)\] )?Starting stage (\S+(?: \S+)*?) \(([^)\n]*)\) with (\d+) tasks",
-     b"Starting stage "),
-    ("executing", rb"\[([^\]\n]+)\] Executing stage (\S+(?: \S+)*?) shard (\d+) \(attempt (\d+)\)",
-     b"Executing stage"),
-    ("done", rb"\[([^\]\n]+)\] Shard (\d+) done in ([\d.]+)s", b" done in "),
-    ("task_requeue", rb"Shard (\d+) failed on worker (\S+) \(task error (\d+)/(\d+)\)", b"(task error"),
-    ("task_abort", rb"Shard (\d+) has failed (\d+) times \(max (\d+)\), last failure on worker (\S+?),? aborting",
-     b"aborting pipeline"),
-    ("infra_requeue", rb"Shard (\d+) requeued from worker (\S+) due to infra failure.*?Total generation: (\d+), "
-                      rb"task errors so far: (\d+)/(\d+), infra-while-in-flight: (\d+)/(\d+)", b"infra failure"),
-    ("infra_abort", rb"Shard (\d+) has been in flight during (\d+) infra failures \(max (\d+)\)[;.] treating as a "
-                    rb"deterministic crasher.*?Last failure on worker (\S+?)\.?$", b"deterministic crasher"),
-    ("registered", rb"Worker (\S+) registered, total: (\d+)", b" registered, total"),
-    ("reregistering", rb"Worker (\S+) re-registering", None),
-    ("heartbeat_timeout", rb"worker (\S+) failed to heartbeat within timeout \(([\d.]+)s\)", b"failed to heartbeat"),
-    ("worker_error", rb"Worker (\S+) error on shard (\d+)", b" error on shard"),
-    ("stale", rb"Ignoring stale result from worker (\S+) for shard (\d+) \(attempt (\d+), current (\d+)\)", None),
-    ("all_dead", rb"All workers are dead/failed", None),
-    ("no_workers", rb"(?:ZephyrWorkerError: )?(No alive workers for .*)", None),
-    ("retried", rb"Shards retried \(attempts: shard count\): (\{[^}\n]*\})", None),
-    ("aborted", rb"Coordinator aborted: (.*)", None),
-    ("pipeline_failed", rb"method 'run_pipeline' failed: (.*)", None),
-    ("counters", rb"\[coordinator\.shutdown\] Final counters: (\{.*\})", None),
-    ("shutdown", rb"\[coordinator\.shutdown\] Starting shutdown", None),
-    ("pipeline", rb"Starting zephyr pipeline: (\S+)", None),
-]]
-_RX = {name: rx for name, rx, _ in MESSAGES}
-ALL = tuple((name, rx) for name, rx, _ in MESSAGES)
-SIGNATURES = tuple(sig for _, _, sig in MESSAGES if sig)
+ALL = tuple((m.name, m.regex) for m in zephyrlog.MESSAGES)
+SIGNATURES = tuple(m.signature for m in zephyrlog.MESSAGES if m.signature)
 # Which messages a line can be, by the first keyword on it (the rest are tried after).
-BY_KEYWORD = {k: tuple((n, _RX[n]) for n in names) for k, names in {
-    b"workers ": ("status", "all_dead", "no_workers"),
-    b"complete, ": ("status",),
-    b"Shard ": ("done", "task_requeue", "task_abort", "infra_requeue", "infra_abort"),
-    b"Executing stage ": ("executing",),
-    b"Worker ": ("registered", "worker_error", "reregistering"),
-    b"worker ": ("heartbeat_timeout", "stale"),
-    b"tasks completed": ("tasks_completed",),
-    b"Starting stage ": ("stage_start",),
-    b"retried ": ("retried",),
-    b"shard ": ("worker_error", "stale"),
-    b"Coordinator aborted": ("aborted",),
-    b"method 'run_pipeline' failed": ("pipeline_failed",),
-    b"[coordinator.shutdown]": ("counters", "shutdown"),
-    b"zephyr pipeline: ": ("pipeline",),
-}.items()}
+BY_KEYWORD = {k: tuple((m.name, m.regex) for m in zephyrlog.MESSAGES if m.keyword == k) for k in KEYWORDS}
 # Lines whose untimestamped continuation (traceback) belongs to them: keyword -> marker in the line.
 BLOCK_KEYS = {b" Worker ": b" error on shard ", b" method 'run_pipeline' failed": b"failed: "}
 DUMP_START, DUMP_END = b"Fatal Python error", b"Extension modules:"
@@ -297,7 +239,7 @@ class LogScanner:
             m = rx.search(line)
             if m is None:
                 continue
-            groups = [g.decode("utf-8", "replace") if g is not None else None for g in m.groups()]
+            groups = {k: v.decode("utf-8", "replace") for k, v in m.groupdict().items() if v is not None}
             text = block.decode("utf-8", "replace") if block is not None else None
             if text is not None and self.records:  # drop the space each record line was given
                 text = "\n".join(part[1:] if part[:1] == " " else part for part in text.split("\n"))
@@ -322,14 +264,11 @@ class LogScanner:
             key = date + b" " + clock
             secs = self.date_cache.get(key)
             if secs is None:
-                d = date.replace(b"-", b"")
-                try:
-                    secs = float(calendar.timegm((int(d[:4]), int(d[4:6]), int(d[6:8]),
-                                                  int(clock[:2]), int(clock[3:5]), int(clock[6:8]))))
-                except ValueError:  # month 13, day 45: not a timestamp after all
+                secs = zephyrlog.naive_epoch(date.decode(), clock.decode())
+                if secs is None:  # month 13, day 45: not a timestamp after all
                     return self.last_ts
                 self.date_cache[key] = secs
-                self.day = secs - secs % 86400
+                self.day = secs - (int(clock[:2]) * 3600 + int(clock[3:5]) * 60 + int(clock[6:8]))
             ts = secs + (int(frac) / 10 ** len(frac) if frac else 0.0)
         elif m["clock"] is not None:
             c = m["clock"]

@@ -20,25 +20,13 @@ from zephyr_debug.model import (
     frame,
 )
 from zephyr_debug.sources.jobstatus import parse_literal
+from zephyr_debug.zephyrlog import FAILURE_KINDS, RETURNCODE_RE, human_number
 
 STAGE_INDEX_RE = re.compile(r"^stage(\d+)-")
 RETRIED_RE = re.compile(r"(\d+): (\d+)")
-SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
-# Subprocess-runner error texts -> (failure, crash kind).
-FAILURES = [(re.compile(r"killed by SIGKILL|returncode -9|MemoryError"), "oom"),
-            (re.compile(r"exited with code -11|Segmentation fault"), "segv"),
-            (re.compile(r"exited with code -?\d+|Fatal Python error"), "exit")]
-
-
-def human_number(text: str | None) -> float | None:
-    """Zephyr's shortened counts: `1.09K` -> 1090."""
-    if not text:
-        return None
-    scale = SUFFIX.get(text[-1], 1.0)
-    try:
-        return float(text[:-1] if scale != 1.0 else text) * scale
-    except ValueError:
-        return None
+# Status-line columns <- the zephyrlog.STATUS group that fills them.
+STATUS_FIELDS = (("completed", "completed"), ("total", "total"), ("in_flight", "in_flight"),
+                 ("queue_depth", "queued"), ("alive", "alive"), ("registered", "registered"), ("dead", "dead"))
 
 
 class Timeline:
@@ -73,16 +61,17 @@ class Timeline:
         getattr(self, "on_" + name)(ts, g, source, line, block)
 
     def on_status(self, ts, g, *_):
-        exec_id, stage = g[0], g[1]
-        if exec_id:
-            self.job = exec_id
-        row = dict(zip(["completed", "total", "in_flight", "queue_depth", "alive", "registered", "dead"],
-                       map(int, g[2:9])))
+        stage = g["stage"]
+        if "exec" in g:
+            self.job = g["exec"]
+        row = {col: int(g[key]) if key in g else None for col, key in STATUS_FIELDS}
+        if row["registered"] is None and "workers" in g:  # older form: `…, 488 workers`
+            row["registered"] = int(g["workers"])
         self._stage(stage, row["total"])
-        self.status.append({"ts": ts, "stage": stage, "retries": None, "items": human_number(g[9]), **row})
+        self.status.append({"ts": ts, "stage": stage, "retries": None, "items": human_number(g.get("items")), **row})
 
     def on_tasks_completed(self, ts, g, *_):
-        stage, completed, total = g[0], int(g[1]), int(g[2])
+        stage, completed, total = g["stage"], int(g["completed"]), int(g["total"])
         info = self._stage(stage, total)
         if completed and ts is not None:
             self.progress = ts
@@ -90,17 +79,17 @@ class Timeline:
             info.end_ts = ts
 
     def on_stage_start(self, ts, g, *_):
-        if g[0]:
-            self.job = g[0]
+        if "exec" in g:
+            self.job = g["exec"]
         for info in self.stages.values():
-            if info.end_ts is None and info.name != g[1]:
+            if info.end_ts is None and info.name != g["stage"]:
                 info.end_ts = ts
-        info = self._stage(g[1], int(g[3]))
+        info = self._stage(g["stage"], int(g["n"]))
         info.start_ts = ts if info.start_ts is None else info.start_ts
         self.progress = ts
 
     def on_executing(self, ts, g, *_):
-        worker, stage, shard, attempt = g[0], g[1], int(g[2]), int(g[3])
+        worker, stage, shard, attempt = g["worker"], g["stage"], int(g["shard"]), int(g["attempt"])
         self._stage(stage, 0)
         key = (stage, shard, attempt)
         row = self.attempts.get(key) or self._add(key)
@@ -109,7 +98,7 @@ class Timeline:
         self._worker(worker, ts, state="busy", shard=shard)
 
     def on_done(self, ts, g, *_):
-        worker, shard, secs = g[0], int(g[1]), float(g[2])
+        worker, shard, secs = g["worker"], int(g["shard"]), float(g["secs"])
         row = self._attempt(worker, shard, ts)
         row.update(end_ts=ts, elapsed_s=secs, outcome="done")
         if row.get("start_ts") is None and ts is not None:
@@ -119,10 +108,10 @@ class Timeline:
         self.progress = ts
 
     def on_worker_error(self, ts, g, source, line, block):
-        worker, shard = g[0], int(g[1])
+        worker, shard = g["worker"], int(g["shard"])
         row = self._attempt(worker, shard, ts)
         text = block or ""
-        failure = next((f for rx, f in FAILURES if rx.search(text)), None)
+        failure = next((f for rx, f in FAILURE_KINDS if rx.search(text)), None)
         last = [ln.strip() for ln in text.splitlines() if ln.strip()]
         row.update(end_ts=ts, outcome="failed", kind=TASK, failure=failure or "exception",
                    error=_error_line(last), returncode=_returncode(text))
@@ -134,7 +123,7 @@ class Timeline:
                                   attempt=row.get("attempt"), worker=worker, kind=failure or TASK, ts=ts))
 
     def on_task_requeue(self, ts, g, *_):
-        shard, worker, n = int(g[0]), g[1], int(g[2])
+        shard, worker, n = int(g["shard"]), g["worker"], int(g["n"])
         row = self._reported(worker, shard) or self._attempt(worker, shard, ts, attempt=n - 1)
         row["_reported"] = True
         if row.get("outcome") != "failed":
@@ -142,13 +131,14 @@ class Timeline:
         self.holding.pop(worker, None)
 
     def on_task_abort(self, ts, g, source, line, block):
-        shard, n, worker = int(g[0]), int(g[1]), g[3]
-        self.on_task_requeue(ts, [g[0], worker, str(n)], source, line, block)
-        self.fatal = self.fatal or f"Shard {shard} failed {n} times (max {g[2]}), last failure on worker {worker}."
+        shard, n, worker = int(g["shard"]), int(g["n"]), g["worker"]
+        self.on_task_requeue(ts, g, source, line, block)
+        self.fatal = self.fatal or f"Shard {shard} failed {n} times (max {g['max']}), last failure on worker {worker}."
 
     def on_infra_requeue(self, ts, g, source, line, _block):
-        shard, worker, generation = int(g[0]), g[1], int(g[2])
-        row = self._infra_failure(ts, shard, worker, f"requeued from worker {worker}", f"{g[5]}/{g[6]}", source, line)
+        shard, worker, generation = int(g["shard"]), g["worker"], int(g["generation"])
+        row = self._infra_failure(ts, shard, worker, f"requeued from worker {worker}", f"{g['infra']}/{g['infra_max']}",
+                                  source, line)
         row["generation"] = generation
 
     def _infra_failure(self, ts, shard: int, worker: str, what: str, count: str, source, line) -> dict:
@@ -167,27 +157,33 @@ class Timeline:
         return row
 
     def on_infra_abort(self, ts, g, source, line, _block):
-        shard, n, worker = int(g[0]), int(g[1]), g[3]
-        self._infra_failure(ts, shard, worker, f"crashed worker {worker}", f"{n}/{g[2]}", source, line)
-        self.fatal = self.fatal or (f"Shard {shard} crashed its worker {n} times (max {g[2]} infra failures "
+        shard, n, worker = int(g["shard"]), int(g["infra"]), g["worker"]
+        self._infra_failure(ts, shard, worker, f"crashed worker {worker}", f"{n}/{g['infra_max']}", source, line)
+        self.fatal = self.fatal or (f"Shard {shard} crashed its worker {n} times (max {g['infra_max']} infra failures "
                                     f"while in flight); treating as a deterministic crasher. "
                                     f"Last failure on worker {worker}.")
 
+    def on_scatter_reader(self, ts, g, *_):
+        """A reduce shard's input size (its `items` count outputs, one per key)."""
+        key = next((k for w, k in self.holding.items() if k[1] == int(g["shard"])), None)
+        if key is not None:
+            self.attempts[key].update(input_chunks=int(g["chunks"]), max_chunk_rows=int(g["rows"]))
+
     def on_registered(self, ts, g, *_):
         self.registered_any = True
-        self._worker(g[0], ts, state="ready", shard=None, reason=None)
+        self._worker(g["worker"], ts, state="ready", shard=None, reason=None)
 
     def on_reregistering(self, ts, g, *_):
-        self._worker(g[0], ts, state="ready", shard=None, reason="re-registered")
+        self._worker(g["worker"], ts, state="ready", shard=None, reason="re-registered")
 
     def on_heartbeat_timeout(self, ts, g, *_):
-        worker, ago = g[0], float(g[1])
+        worker, ago = g["worker"], float(g["secs"])
         w = self._worker(worker, None, state="failed", reason=f"heartbeat timeout after {ago:.1f}s")
         if ts is not None:
             w["last_seen"] = max(w.get("last_seen") or -math.inf, ts - ago)
 
     def on_stale(self, ts, g, *_):
-        row = self.attempts.get((self._current_stage(), int(g[1]), int(g[2])))
+        row = self.attempts.get((self._current_stage(), int(g["shard"]), int(g["attempt"])))
         if row is not None and row.get("outcome") == "running":
             row["outcome"] = "stale"
 
@@ -197,22 +193,22 @@ class Timeline:
             self.all_dead.append(ts)
 
     def on_no_workers(self, ts, g, *_):
-        self.fatal = self.fatal or "ZephyrWorkerError: " + g[0].strip()
+        self.fatal = self.fatal or "ZephyrWorkerError: " + g["text"].strip()
 
     def on_retried(self, ts, g, *_):
         if self.status:  # {attempts: shard count}
-            self.status[-1]["retries"] = sum(int(a) * int(n) for a, n in RETRIED_RE.findall(g[0]))
+            self.status[-1]["retries"] = sum(int(a) * int(n) for a, n in RETRIED_RE.findall(g["counts"]))
 
     def on_aborted(self, ts, g, *_):
-        self.fatal = self.fatal or g[0].strip()
+        self.fatal = self.fatal or g["text"].strip()
 
     def on_pipeline_failed(self, ts, g, source, line, block):
-        text = (block or g[0]).split("failed: ", 1)[-1].strip()
+        text = (block or g["text"]).split("failed: ", 1)[-1].strip()
         self.fatal_detail = text
         self.fatal = self.fatal or text.splitlines()[0]
 
     def on_counters(self, ts, g, *_):
-        value = parse_literal(g[0])
+        value = parse_literal(g["counters"])
         if isinstance(value, dict):
             self.counters = {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float))}
 
@@ -220,7 +216,7 @@ class Timeline:
         self.shutdown = True
 
     def on_pipeline(self, ts, g, *_):
-        self.job = g[0]
+        self.job = g["exec"]
 
     # -- helpers -------------------------------------------------------------------------
     def _stage(self, name: str, total: int) -> StageInfo:
@@ -339,5 +335,5 @@ def _error_line(lines: list[str]) -> str | None:
 
 
 def _returncode(text: str) -> int | None:
-    m = re.search(r"returncode (-?\d+)|exited with code (-?\d+)", text)
+    m = RETURNCODE_RE.search(text)
     return int(m.group(1) or m.group(2)) if m else None
