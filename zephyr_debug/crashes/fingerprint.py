@@ -1,9 +1,12 @@
-"""Sentry-like grouping: a crash's fingerprint is its root-cause exception type + its innermost
-in-app frames (module:function, no line numbers) + the source line there + the message
-template. What is in-app is data (`rules.toml` `[[in_app]]`, plus `--in-app PKG`).
+"""Sentry-like grouping. When the root-cause exception has an in-app frame, its fingerprint is
+the exception type + the innermost in-app frames (module:function, no line numbers) + the
+source line there: the message is not part of it (one raise site prints many messages; the
+group keeps them as variants). Without an in-app frame the message template (masked hard) is.
+What is in-app is data (`rules.toml` `[[in_app]]`, plus `--in-app PKG`).
 
-OOM kills group per stage, faulthandler dumps by the crashing thread's in-app frames, infra
-losses by their reason. One code path prints the same frame lines in every crash it causes and
+OOM kills group per stage, faulthandler dumps by the signal + the crashing thread's in-app
+frames, a subprocess exit by its exit code (the runner that reports it is not the crash site),
+infra losses by their reason. One code path prints the same frame lines in every crash it causes and
 messages repeat, so frame regions and message templates are memoized: the fingerprint path is
 two regex scans and a few dict look-ups per crash.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import signal as signals
 from typing import NamedTuple
 
 from zephyr_debug.crashes.normalize import EXCEPTION_LINE, Normalizer, rules
@@ -33,6 +37,8 @@ KINDS = ("task", "infra", "oom", "segv", "exit")
 MAX_SHOWN_FRAMES = 8
 TRUNCATED = "TruncatedTraceback"  # a traceback cut before its exception line
 LOST_TYPE = {"infra": "WorkerLost", "oom": "MemoryError"}  # crashes that are no exception
+EXIT_CODE = re.compile(r"exited with code (-?\d+)|\(returncode (-?\d+)\)")
+MAX_RAW = 500  # characters of a raw message kept
 
 
 class Frame(NamedTuple):
@@ -57,6 +63,9 @@ class Signature(NamedTuple):
     message: str  # its message template
     frames: tuple[str, ...]  # in-app frames (library ones when none), innermost first
     wrapper: str | None = None  # the outermost exception of a chain, when it is not the root
+    raw: str = ""  # the root exception's message as printed (this crash's, not the group's)
+    exit_code: int | None = None  # a subprocess' exit code, when the crash reports one
+    signal: str | None = None  # the fatal signal (SIGSEGV, SIGKILL, ...), when there is one
 
 
 class Fingerprinter:
@@ -125,7 +134,9 @@ class Fingerprinter:
             return _dotted(path.rsplit(".", 1)[0]), "library"
         if m := STDLIB.search(path):
             return _dotted(m.group(1)), "stdlib"
-        parts = [p for p in self.norm.text(path).split("/") if p and not p.startswith("<")]
+        parts = self.norm.text(path).split("/")
+        roots = [i for i, p in enumerate(parts) if p.startswith("<")]  # a masked root: the module starts after it
+        parts = [p for p in parts[roots[-1] + 1 if roots else 0:] if p]
         return _dotted("/".join(parts[-self.module_depth:])), "app"
 
     # -- signature ---------------------------------------------------------------------
@@ -160,10 +171,18 @@ class Fingerprinter:
         template = self.norm.message(message)
         kind = _kind(exc_type, message, kind)
         exc_type = exc_type or LOST_TYPE.get(kind, "")
+        code = _exit_code(message) if kind in ("exit", "oom") else None
         if kind == "oom":
-            return self._make(kind, exc_type, template, (), wrapper, ("oom", stage or ""))
-        key = (kind, exc_type, template, stack.context, *stack.key)
-        return self._make(kind, exc_type, template, stack.shown, wrapper, key)
+            sig = self._make(kind, exc_type, template, (), wrapper, ("oom", stage or ""), code)
+        elif kind == "exit":
+            sig = self._make(kind, exc_type, template, (), wrapper, ("exit", code), code)
+        elif stack.in_app:
+            sig = self._make(kind, exc_type, template, stack.shown, wrapper, (kind, exc_type, stack.context, *stack.key))
+        else:
+            sig = self._make(kind, exc_type, template, stack.shown, wrapper,
+                             (kind, exc_type, template, stack.context, *stack.key))
+        raw = message.split("\n", 1)[0][:MAX_RAW]
+        return sig if sig.raw == raw else sig._replace(raw=raw)
 
     def _group(self, text: str, kind: str | None) -> Signature:
         """An exception group: its type with its leaves' types, its own frames (else the leaves')."""
@@ -187,18 +206,22 @@ class Fingerprinter:
         end = text.find("\n\n", start)
         stack = self.stack(text[start:] if end < 0 else text[start:end + 1], True) if start >= 0 else EMPTY
         signal = self.signals.get(fatal, fatal or "fatal error")
-        template = self.norm.message(f"Fatal Python error: {fatal}" if fatal else "faulthandler dump")
-        return self._make("segv", signal, template, stack.shown, None, ("segv", signal, *stack.key))
+        raw = f"Fatal Python error: {fatal}" if fatal else "faulthandler dump"
+        code = _exit_code(text) if "exited with code" in text else None  # the parent's line, joined
+        return self._make("segv", signal, self.norm.message(raw), stack.shown, None, ("segv", signal, *stack.key),
+                          code)._replace(raw=raw)
 
     def _make(self, kind: str, exc_type: str, template: str, frames: tuple, wrapper: str | None,
-              key: tuple) -> Signature:
-        memo = (key, exc_type, frames, wrapper)
+              key: tuple, exit_code: int | None = None) -> Signature:
+        memo = (key, exc_type, template, frames, wrapper, exit_code)
         sig = self._signatures.get(memo)
         if sig is None:
             digest = hashlib.blake2b("\x1f".join(map(str, key)).encode(), digest_size=8).hexdigest()
             if len(self._signatures) > 200_000:
                 self._signatures.clear()
-            sig = self._signatures[memo] = Signature(digest, kind, exc_type, template, frames, wrapper)
+            signal = exc_type if kind == "segv" else _signal_name(exit_code)
+            sig = self._signatures[memo] = Signature(digest, kind, exc_type, template, frames, wrapper,
+                                                     exit_code=exit_code, signal=signal)
         return sig
 
     def _group_blocks(self, text: str) -> list:
@@ -243,6 +266,21 @@ def _kind(exc_type: str, message: str, given: str | None) -> str:
     if "Subprocess for shard" in message and "exited with code" in message:
         return "exit"
     return given if given in KINDS and given != "segv" else "task"  # a traceback is no native crash
+
+
+def _exit_code(text: str) -> int | None:
+    match = EXIT_CODE.search(text)
+    return None if match is None else int(match.group(1) or match.group(2))
+
+
+def _signal_name(code: int | None) -> str | None:
+    """The signal that ended a process with return code `code` (negative), if any."""
+    if code is None or code >= 0:
+        return None
+    try:
+        return signals.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
 
 
 def _chosen(frames: list, depth: int) -> list:

@@ -236,14 +236,17 @@ def parse_ts(stamp: str, fmt: str) -> float | None:
 def coalesce(crashes: Iterable[Crash]) -> Iterator[Crash]:
     """One crash per native crash in a log: a faulthandler dump repeated verbatim (the child's
     stderr, then the worker's error report) is kept once, and Zephyr's exit-code RuntimeError
-    traceback right after it joins the dump."""
+    right after it (a traceback, or the bare one-line form) joins the dump."""
     held: Crash | None = None
     for crash in crashes:
         if held is not None:
             if crash.text == held.text:
                 continue
-            if crash.text.startswith("Traceback") and "Subprocess for shard" in crash.text:
+            if _reports_exit(crash.text):
                 held.text += "\n\n" + crash.text
+                held.shard = held.shard if held.shard is not None else crash.shard
+                held.worker, held.attempt = held.worker or crash.worker, held.attempt if held.attempt is not None \
+                    else crash.attempt
                 yield held
                 held = None
                 continue
@@ -255,3 +258,8 @@ def coalesce(crashes: Iterable[Crash]) -> Iterator[Crash]:
             yield crash
     if held is not None:
         yield held
+
+
+def _reports_exit(text: str) -> bool:
+    """Zephyr's `Subprocess for shard N exited with code C` error, as a traceback or one line."""
+    return text.startswith(("Traceback", "RuntimeError: Subprocess")) and "Subprocess for shard" in text
