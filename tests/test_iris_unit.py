@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from zephyr_debug.errors import ZdebugError
-from zephyr_debug.sources import iris
+from zephyr_debug.sources import iris, unpickle
 
 
 @dataclass
@@ -45,16 +45,16 @@ def test_parse_target_needs_host_and_job(target):
 
 def test_actor_reply_becomes_plain_data():
     status = JobStatus("stage1-Map \u2192 Write", 3, {"w-0:0": {"state": "busy", "last_seen_ago": 0.5}})
-    assert iris.plain_data(pickle.dumps(status, protocol=5)) == {
+    assert unpickle.plain_data(pickle.dumps(status, protocol=5)) == {
         "stage": "stage1-Map \u2192 Write", "completed": 3, "fatal_error": None,
         "workers": {"w-0:0": {"state": "busy", "last_seen_ago": 0.5}}}
-    assert iris.plain_data(pickle.dumps({"zephyr/item_count": 7, "n": {1, 2}})) == {"zephyr/item_count": 7, "n": [1, 2]}
+    assert unpickle.plain_data(pickle.dumps({"zephyr/item_count": 7, "n": {1, 2}})) == {"zephyr/item_count": 7, "n": [1, 2]}
 
 
 def test_actor_reply_never_runs_code(tmp_path):
     marker = tmp_path / "pwned"
     for protocol in (2, 5):
-        iris.plain_data(pickle.dumps(Exploit(str(marker)), protocol=protocol))
+        unpickle.plain_data(pickle.dumps(Exploit(str(marker)), protocol=protocol))
     assert not marker.exists()
     with pytest.raises(ZdebugError, match="unreadable actor reply"):
-        iris.plain_data(b"\x80\x05not a pickle")
+        unpickle.plain_data(b"\x80\x05not a pickle")

@@ -20,7 +20,7 @@ import requests
 
 import zephyr_debug
 from zephyr_debug import jobstore
-from zephyr_debug.sources import jobdir
+from zephyr_debug.sources import jobdir, unpickle
 
 from test_fuzz_corpus import ESC, FORMS, check, run_inprocess
 
@@ -69,11 +69,10 @@ class _Evil:
 
 
 def test_a_malicious_pickled_actor_reply_runs_nothing(tmp_path):
-    iris = pytest.importorskip("zephyr_debug.sources.iris")
     marker = tmp_path / "pwned"
     for payload in (pickle.dumps(_Evil(marker)), pickle.dumps({"status": _Evil(marker)}, protocol=0)):
         try:
-            iris.plain_data(payload)
+            unpickle.plain_data(payload)
         except zephyr_debug.errors.ZdebugError:
             pass
     assert not marker.exists()
@@ -241,12 +240,11 @@ def test_a_url_in_evidence_never_makes_zdebug_call_out(tmp_path):
 
 def test_a_pickled_reply_cannot_allocate_what_it_likes():
     """bytearray(3 GB) named in a hostile actor reply: refused, not allocated."""
-    iris = pytest.importorskip("zephyr_debug.sources.iris")
-    code = ("import resource, sys; from zephyr_debug.sources import iris\n"
-            "try:\n    iris.plain_data(b'cbuiltins\\nbytearray\\n(I3000000000\\ntR.')\n"
+    code = ("import resource, sys; from zephyr_debug.sources import unpickle\n"
+            "try:\n    unpickle.plain_data(b'cbuiltins\\nbytearray\\n(I3000000000\\ntR.')\n"
             "except Exception:\n    pass\n"
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout) < 1024, f"{proc.stdout.strip()} MB peak"
-    assert "ok" in str(iris.plain_data(pickle.dumps(bytearray(b"ok"))))  # real bytearrays still load
+    assert "ok" in str(unpickle.plain_data(pickle.dumps(bytearray(b"ok"))))  # real bytearrays still load

@@ -117,10 +117,10 @@ def register(app: typer.Typer) -> None:
 
 def _record_on_iris(job: str, worker: str | None, duration: int, output: Path | None, as_json: bool) -> None:
     """`zdebug profile --straggler iris://…` / `WORKER --job iris://…`: Iris's profile-task."""
-    from zephyr_debug.sources import iris
+    from zephyr_debug.profile import iris_task
 
     path = output or Path(f"zdebug-profile-iris-{time.strftime('%Y%m%d-%H%M%S')}.speedscope.json")
-    path.write_bytes(iris.profile_task(job, duration, worker))
+    path.write_bytes(iris_task.profile_task(job, duration, worker))
     doc = _load_fixed(path)
     summary = summarize_profile(doc, duration_s=duration, source=job)
     summary.update(file=str(path), target={"iris": job, "worker": worker}, next=_next_steps(summary, path, None))
