@@ -1,7 +1,8 @@
 """`zdebug`: the command line. One module per subcommand under `commands/`.
 
-Every failure below raises `ZdebugError`; here it becomes one line on stderr and a
-non-zero exit, never a traceback.
+Every failure below raises `ZdebugError`; here it becomes one line on stderr and its exit
+code (2 usage, 3 unreadable evidence / unreachable source), never a traceback. Command
+modules import their heavy parts (pandas, plotly, sources, analyzers) only when they run.
 """
 
 from __future__ import annotations
@@ -12,26 +13,46 @@ import sys
 
 import typer
 
+from zephyr_debug import __version__
+from zephyr_debug.commands.common import JOB_FORMS, App
 from zephyr_debug.errors import ZdebugError
-from zephyr_debug.render.output import _CONTROL
 
 # Subcommand modules; each has `register(app)`.
-COMMANDS = ["demo", "jobs", "status", "profile", "dump", "crashes", "stragglers", "workers", "watch", "playbook", "report", "diagnose", "observe"]
+COMMANDS = ["demo", "jobs", "status", "diagnose", "stragglers", "workers", "crashes", "watch", "report",
+            "profile", "dump", "playbook", "observe"]
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
-                  help="Diagnose stuck, slow and crashing Zephyr pipelines: what is wrong, and what to run next.")
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"zdebug {__version__}")
+        raise typer.Exit()
+
+
+app = App(no_args_is_help=True, help="Diagnose stuck, slow and crashing Zephyr pipelines: what is wrong, "
+          "and what to run next.\n\n" + JOB_FORMS + "\n\nExit codes: 0 ok, 1 failed job with --exit-status, "
+          "2 usage error, 3 unreadable evidence or unreachable source.")
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Diagnose Zephyr pipelines."""
+
+
 for _name in COMMANDS:
     importlib.import_module(f"zephyr_debug.commands.{_name}").register(app)
 
 
 def _fail(message: str, code: int) -> None:
+    from zephyr_debug.render.output import _CONTROL
+
     sys.stderr.write("zdebug: error: " + _CONTROL.sub("?", message).replace("\n", " ") + "\n")
     sys.exit(code)
 
 
 def main() -> None:
     try:
-        app()
+        app(prog_name="zdebug")
     except ZdebugError as exc:
         _fail(exc.message, exc.exit_code)
     except KeyboardInterrupt:

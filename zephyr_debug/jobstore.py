@@ -1,4 +1,5 @@
-"""The embedded job store: `$ZDEBUG_HOME/jobs/<execution_id>/` (default `.zdebug/`).
+"""The embedded job store: `$ZDEBUG_HOME/jobs/<execution_id>/`; `ZDEBUG_HOME` defaults to
+`$XDG_STATE_HOME/zdebug` (`~/.local/state/zdebug`), so every directory sees the same jobs.
 
 Layout of one job dir:
     events.jsonl          append-only, one JSON event per line ({"ts", "type", ...})
@@ -18,15 +19,18 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from zephyr_debug.errors import ZdebugError
-from zephyr_debug.model import EXECUTION_ID_RE, safe_name
+from zephyr_debug.errors import EvidenceError, UsageError, ZdebugError
 
 EVENTS = "events.jsonl"
 COORDINATOR_LOG = "coordinator.log"
 
 
 def home() -> Path:
-    return Path(os.environ.get("ZDEBUG_HOME", ".zdebug"))
+    """`$ZDEBUG_HOME`, else `$XDG_STATE_HOME/zdebug`, else `~/.local/state/zdebug`."""
+    if os.environ.get("ZDEBUG_HOME"):
+        return Path(os.environ["ZDEBUG_HOME"])
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "zdebug"
 
 
 def jobs_root() -> Path:
@@ -35,6 +39,8 @@ def jobs_root() -> Path:
 
 def new_execution_id(name: str | None = None, now: float | None = None) -> str:
     """Zephyr's default: `%Y%m%d-%H%M%S-<8 hex>`, optionally prefixed by a name."""
+    from zephyr_debug.model import safe_name
+
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now or time.time()))
     eid = f"{stamp}-{secrets.token_hex(4)}"
     return f"{safe_name(name)}-{eid}" if name else eid
@@ -59,23 +65,23 @@ def resolve_job(ref: str, root: Path | None = None) -> Path:
     if path.is_dir():
         if is_job_dir(path):
             return path
-        raise ZdebugError(f"{ref}: not a job directory (no {EVENTS})")
+        raise EvidenceError(f"{ref}: not a job directory (no {EVENTS})")
     root = root or jobs_root()
     jobs = list_jobs(root)
     if ref == "latest":
         if not jobs:
-            raise ZdebugError(f"no jobs under {root} (run `zdebug demo` first)")
+            raise EvidenceError(f"no jobs under {root} (run `zdebug demo` first, or set ZDEBUG_HOME)")
         return jobs[-1]
     if "/" in ref or ref in ("", ".", ".."):
-        raise ZdebugError(f"{ref}: no such job or directory")
+        raise EvidenceError(f"{ref}: no such job or directory")
     exact = [p for p in jobs if p.name == ref]
     matches = exact or [p for p in jobs if p.name.startswith(ref)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise ZdebugError(f"{ref}: no such job under {root} (see `zdebug jobs`)")
+        raise EvidenceError(f"{ref}: no such job under {root} (see `zdebug jobs`)")
     names = ", ".join(p.name for p in matches[:5])
-    raise ZdebugError(f"{ref}: ambiguous job prefix ({names})")
+    raise UsageError(f"{ref}: ambiguous job prefix ({names})")
 
 
 class EventLog:
@@ -166,7 +172,7 @@ def read_events(path: Path, warnings: list[str] | None = None) -> Iterator[dict]
     try:
         fh = open(path, "rb")
     except OSError as exc:
-        raise ZdebugError(f"{path}: cannot read ({exc.strerror})") from None
+        raise EvidenceError(f"{path}: cannot read ({exc.strerror})") from None
     with fh:
         for lineno, raw in enumerate(fh, 1):
             try:
@@ -185,4 +191,6 @@ def read_events(path: Path, warnings: list[str] | None = None) -> Iterator[dict]
 
 
 def looks_like_execution_id(name: str) -> bool:
+    from zephyr_debug.model import EXECUTION_ID_RE
+
     return bool(EXECUTION_ID_RE.match(name))

@@ -1,39 +1,131 @@
-"""Options and helpers shared by subcommands."""
+"""Options and helpers shared by subcommands.
+
+Command modules stay light: they declare options here and import analyzers, sources and
+renderers inside the command function, so `zdebug --help` starts without pandas & co.
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+import operator
+from typing import TYPE_CHECKING, Any
 
-from zephyr_debug import sources
-from zephyr_debug.errors import ZdebugError
-from zephyr_debug.model import Evidence
-from zephyr_debug.render.output import err_console
-from zephyr_debug.sources import load
+import click
+import typer
+from typer.core import TyperArgument, TyperCommand
+
+from zephyr_debug.errors import UsageError
+
+if TYPE_CHECKING:
+    from zephyr_debug.model import Evidence
+
+# Every form a JOB argument takes, listed once; commands point here (`zdebug --help`).
+JOB_FORMS = ("JOB is one of: an execution id, a unique prefix of one, or `latest` (the job store); "
+             "a job dir; an evidence file or dir (Zephyr/Iris logs, get_status, list-tasks JSON); "
+             "a live coordinator `http://HOST:PORT`; an Iris job `iris://HOST:PORT/JOB_ID`; "
+             "a finelog run `finelog://HOST:PORT/EXEC`; a Prometheus run "
+             "`prometheus+http://HOST:9090?run=EXEC`.")
+_JOB_HELP = "The job (default: latest). Forms: see `zdebug --help`."
 
 JSON = typer.Option(False, "--json", help="Print JSON instead of tables.")
-JOB = typer.Argument(..., help="Execution id (or prefix, or `latest`), job dir, coordinator URL, or evidence file/dir.")
+JOB = typer.Argument("latest", metavar="JOB", help=_JOB_HELP)
 # `JOB` or `--prometheus URL [--run ID]`: declare the three, then load `job_target(job, prometheus, run)`.
-JOB_OR_PROMETHEUS = typer.Argument(None, show_default=False, help="Execution id (or prefix, or `latest`), job dir, "
-                                   "coordinator URL, evidence file/dir, or prometheus+URL?run=ID; omit with --prometheus.")
+JOB_OR_PROMETHEUS = typer.Argument(None, metavar="JOB", show_default=False,
+                                   help="The job (default: latest; omit with --prometheus). Forms: see `zdebug --help`.")
 PROMETHEUS = typer.Option(None, "--prometheus", metavar="URL", help="Read the run from this Prometheus instead.")
 RUN = typer.Option(None, "--run", metavar="EXEC_ID", help="With --prometheus: the run (default: the last to progress).")
+
+
+# Commands that read a network source: the total deadline of each request (sources/http.py).
+def _set_timeout(seconds: float | None) -> float | None:
+    from zephyr_debug.sources import http
+
+    return http.set_timeout(seconds)
+
+
+TIMEOUT = typer.Option(None, "--timeout", metavar="SECONDS", show_default=False, callback=_set_timeout,
+                       help="Give up on each network read (connect + whole answer) after SECONDS (default 15).")
+EXIT_STATUS = typer.Option(False, "--exit-status", help="Exit 1 when the job failed or was interrupted "
+                           "(or has findings of severity error).")
+
+
+EXIT_OK, EXIT_PROBLEM = 0, 1  # usage errors exit 2, unreadable evidence 3 (zephyr_debug.errors)
+FAILED_STATES = ("failed", "interrupted")
+
+
+def exit_status(state: str, has_errors: bool) -> int:
+    """`--exit-status`: 1 for a failed/interrupted job or findings of severity error, else 0."""
+    return EXIT_PROBLEM if state in FAILED_STATES or has_errors else EXIT_OK
+
+
+class Default:
+    """An option default that lives in a heavy module (pandas & co.): read only when a command
+    runs or its help is shown, so the value stays defined once and start-up stays light."""
+
+    def __init__(self, module: str, attr: str, scale: float | None = None):
+        self.module, self.attr, self.scale = module, attr, scale
+
+    def __call__(self) -> Any:
+        value = operator.attrgetter(self.attr)(importlib.import_module(self.module))
+        return value * self.scale if self.scale is not None else value
+
+    def __str__(self) -> str:
+        value = self()
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def examples(*lines: str) -> str:
+    """An `Examples:` epilog; each line `zdebug …  # what it does`, kept as written."""
+    return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
+
+
+class Command(TyperCommand):
+    """Help without Python-type placeholders: arguments show only their metavar."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        args, opts = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if isinstance(param, TyperArgument):
+                args.append((param._rich_display_name(), record[1]))
+            else:
+                opts.append(record)
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+class App(typer.Typer):
+    """`typer.Typer` whose commands use `Command` and plain (non-boxed) help."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(rich_markup_mode=None, pretty_exceptions_enable=False, **kwargs)
+
+    def command(self, *args: Any, cls: type[TyperCommand] = Command, **kwargs: Any):  # type: ignore[override]
+        return super().command(*args, cls=cls, **kwargs)
 
 
 def job_target(job: str | None, prometheus: str | None = None, run: str | None = None) -> str:
     """The `load()` target of a JOB argument or of `--prometheus URL --run ID`."""
     if prometheus:
         if job:
-            raise ZdebugError(f"give JOB ({job}) or --prometheus, not both")
-        return sources.prometheus.target(prometheus, run)
+            raise UsageError(f"give JOB ({job}) or --prometheus, not both")
+        from zephyr_debug.sources import prometheus as prom
+
+        return prom.target(prometheus, run)
     if run:
-        raise ZdebugError("--run needs --prometheus URL")
-    if not job:
-        raise ZdebugError("missing JOB (execution id, job dir, coordinator URL or evidence path) or --prometheus URL")
-    return job
+        raise UsageError("--run needs --prometheus URL")
+    return job or "latest"
 
 
 def load_evidence(target: str, as_json: bool) -> Evidence:
     """Load evidence; its warnings (skipped lines, ...) go to stderr unless JSON carries them."""
+    from zephyr_debug.render.output import err_console
+    from zephyr_debug.sources import load
+
     ev = load(target)
     if not as_json:
         con = err_console()

@@ -4,49 +4,58 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from zephyr_debug import jobstore
-from zephyr_debug.commands.common import JSON, load_evidence
-from zephyr_debug.crashes import inputs
-from zephyr_debug.crashes.cluster import cluster, rows
-from zephyr_debug.crashes.fingerprint import Fingerprinter
-from zephyr_debug.crashes.parse import Stats
-from zephyr_debug.errors import ZdebugError
-from zephyr_debug.model import Crash
-from zephyr_debug.render import crashes as view
-from zephyr_debug.render.output import print_json
-from zephyr_debug.sources import evidencedir
+from zephyr_debug.commands.common import JSON, TIMEOUT, examples, load_evidence
+from zephyr_debug.errors import EvidenceError, UsageError
+
+if TYPE_CHECKING:
+    from zephyr_debug.crashes.fingerprint import Fingerprinter
+    from zephyr_debug.crashes.parse import Stats
+    from zephyr_debug.model import Crash
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(epilog=examples("zdebug crashes latest --dedupe   # the newest job, grouped",
+                                 "zdebug crashes worker-3.log --shard 5",
+                                 "zdebug crashes crashes/ --dedupe --in-app mypipeline",
+                                 "iris job logs /alice/my-pipeline | zdebug crashes - --dedupe",
+                                 "zdebug crashes normalize crash.txt"))
     def crashes(
         args: list[str] = typer.Argument(..., metavar="SOURCE | normalize FILE",
-                                         help="A job (id, prefix, `latest`, dir or URL), a log file, a directory "
+                                         help="A JOB (forms: see `zdebug --help`), a log file, a directory "
                                               "of crash files, or `-` for stdin. `normalize FILE` shows the "
                                               "normalized form of the crash reports in FILE."),
         dedupe: bool = typer.Option(False, "--dedupe", help="Group crashes by fingerprint."),
-        shard: int = typer.Option(None, "--shard", help="Only crashes of this shard."),
+        shard: int = typer.Option(None, "--shard", metavar="N", help="Only crashes of this shard."),
         in_app: list[str] = typer.Option(None, "--in-app", metavar="PKG",
                                          help="Frames of module PKG (and its submodules) are in-app; repeatable."),
+        timeout: float = TIMEOUT,
         as_json: bool = JSON,
     ) -> None:
         """Crashes of a job or log: one row per crash, or grouped by fingerprint with --dedupe."""
+        from zephyr_debug.crashes import inputs
+        from zephyr_debug.crashes.cluster import cluster, rows
+        from zephyr_debug.crashes.fingerprint import Fingerprinter
+        from zephyr_debug.crashes.parse import Stats
+        from zephyr_debug.render import crashes as view
+
         fp = Fingerprinter(tuple(in_app or ()))
         stats = Stats()
         if args[0] == "normalize":
             if len(args) != 2:
-                raise ZdebugError("usage: zdebug crashes normalize FILE (or - for stdin)")
+                raise UsageError("usage: zdebug crashes normalize FILE (or - for stdin)")
             reports = [{"source": c.location, "normalized": fp.norm.report(c.text),
                         **_signature(fp, c)} for c in inputs.stream(args[1], stats)]
             if not reports and not stats.lines:
-                raise ZdebugError(f"{args[1]}: empty")
+                raise EvidenceError(f"{args[1]}: empty")
             _finish(view.normalized, {"reports": reports}, stats, as_json)
             return
         if len(args) != 1:
-            raise ZdebugError(f"expected one SOURCE, got {len(args)}: {' '.join(args)}")
+            raise UsageError(f"expected one SOURCE, got {len(args)}: {' '.join(args)}")
         source = args[0]
         found = _crashes(source, stats, as_json)
         if shard is not None:
@@ -62,6 +71,8 @@ def register(app: typer.Typer) -> None:
 def _crashes(source: str, stats: Stats, as_json: bool) -> Iterator[Crash]:
     """Logs and crash files are split here; jobs and JSON evidence (Iris get-task-logs, snapshot
     dirs) go through the evidence loaders."""
+    from zephyr_debug.crashes import inputs
+
     path = Path(source)
     if source == "-" or (path.is_file() and not _json(path)):
         return inputs.stream(source, stats)
@@ -71,6 +82,8 @@ def _crashes(source: str, stats: Stats, as_json: bool) -> Iterator[Crash]:
 
 
 def _json(path: Path) -> bool:
+    from zephyr_debug.sources import evidencedir
+
     try:
         with open(path, "rb") as fh:
             return evidencedir.looks_json(fh.read(512))
@@ -86,6 +99,8 @@ def _signature(fp: Fingerprinter, crash: Crash) -> dict:
 
 def _finish(render, data: dict, stats: Stats, as_json: bool) -> None:
     """Render (the crash iterators run here), then report what was skipped."""
+    from zephyr_debug.render.output import print_json
+
     if as_json:
         payload = data  # materialized above: lists
         payload["skipped_lines"] = stats.skipped

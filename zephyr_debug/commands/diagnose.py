@@ -4,22 +4,30 @@ from __future__ import annotations
 
 import typer
 
-from zephyr_debug.analyze.diagnose import diagnose as run_diagnosis
-from zephyr_debug.commands.common import JOB, JSON, load_evidence
-from zephyr_debug.crashes.cluster import job_groups
-from zephyr_debug.model import STALL_THRESHOLD_S
-from zephyr_debug.render import diagnose as view
-from zephyr_debug.render.output import print_json
+from zephyr_debug.commands.common import EXIT_STATUS, JOB, JSON, TIMEOUT, examples, exit_status, load_evidence
+from zephyr_debug.commands.status import STALL_MINUTES
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(epilog=examples("zdebug diagnose               # the newest job in the store",
+                                 "zdebug diagnose iris://127.0.0.1:10000/alice/my-pipeline",
+                                 "zdebug diagnose coordinator.log --json",
+                                 "zdebug diagnose latest --exit-status"))
     def diagnose(
         job: str = JOB,
-        stall_minutes: float = typer.Option(STALL_THRESHOLD_S / 60, help="No progress for this long = stalled."),
+        stall_minutes: float = STALL_MINUTES,
+        exit_with_status: bool = EXIT_STATUS,
+        timeout: float = TIMEOUT,
         as_json: bool = JSON,
     ) -> None:
         """What is wrong with a job, most urgent first, with the playbook and next command for each."""
+        from zephyr_debug.analyze.diagnose import diagnose as run_diagnosis
+        from zephyr_debug.crashes.cluster import job_groups
+        from zephyr_debug.render import diagnose as view
+        from zephyr_debug.render.output import print_json
+
         ev = load_evidence(job, as_json)
         result = run_diagnosis(ev, job_groups(ev), stall_threshold_s=stall_minutes * 60)
         print_json(result) if as_json else view.render(result)
+        if exit_with_status:
+            raise typer.Exit(exit_status(result["state"], has_errors=False))

@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from zephyr_debug import jobstore
-from zephyr_debug.analyze.status import summarize
-from zephyr_debug.commands.common import JSON
-from zephyr_debug.render.output import clean, console, print_json, when
-from zephyr_debug.sources import jobdir
+from zephyr_debug.commands.common import JSON, examples
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(epilog=examples("zdebug jobs", "zdebug jobs --json",
+                                 "ZDEBUG_HOME=.zdebug zdebug jobs   # a checkout's own store"))
     def jobs(as_json: bool = JSON) -> None:
-        """List the jobs under $ZDEBUG_HOME/jobs (default .zdebug/jobs)."""
-        rows = []
-        for path in jobstore.list_jobs():
-            s = summarize(jobdir.load(path))
-            rows.append({"job": s["job"], "dir": str(path), "state": s["state"], "stage": s["stage"],
-                         "completed": s["completed"], "total": s["total"], "progress_time": s["progress_time"]})
+        """List the jobs in the job store ($ZDEBUG_HOME/jobs, default
+        $XDG_STATE_HOME/zdebug/jobs or ~/.local/state/zdebug/jobs)."""
+        from rich.table import Table
+
+        from zephyr_debug.render.output import clean, console, print_json, when
+
+        paths = jobstore.list_jobs()
+        rows = [_row(path) for path in paths]
         if as_json:
             print_json({"root": str(jobstore.jobs_root()), "jobs": rows})
             return
@@ -30,4 +29,13 @@ def register(app: typer.Typer) -> None:
         for r in rows:
             table.add_row(clean(r["job"]), r["state"], clean(r["stage"]), f"{r['completed']}/{r['total']}",
                           when(r["progress_time"]))
-        console().print(table if rows else "no jobs yet: run `zdebug demo`")
+        console().print(table if rows else f"no jobs in {jobstore.jobs_root()} yet: run `zdebug demo`")
+
+
+def _row(path) -> dict:
+    from zephyr_debug.analyze.status import summarize
+    from zephyr_debug.sources import jobdir
+
+    s = summarize(jobdir.load(path))
+    return {"job": s["job"], "dir": str(path), "state": s["state"], "stage": s["stage"],
+            "completed": s["completed"], "total": s["total"], "progress_time": s["progress_time"]}

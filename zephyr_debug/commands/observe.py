@@ -9,37 +9,39 @@ from pathlib import Path
 import typer
 
 from zephyr_debug import jobstore
-from zephyr_debug.commands.common import JSON
+from zephyr_debug.commands.common import JSON, examples
 from zephyr_debug.commands.demo import DEFAULT_FAULTS
-from zephyr_debug.dashboards import alerts, grafana
-from zephyr_debug.dashboards.local import LocalPrometheus
-from zephyr_debug.reference import CoordinatorConfig, Job, JobConfig, default_stages, parse_fault
-from zephyr_debug.render.output import clean, console, print_json
-from zephyr_debug.sources import prometheus
 
 SCRAPE = "1s"
-DEMO_COORDINATOR = CoordinatorConfig(heartbeat_interval=0.5, heartbeat_timeout=5.0, status_interval=1.0,
-                                     no_workers_timeout=10.0)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(epilog=examples("zdebug observe                # Prometheus on 127.0.0.1:9090 until Ctrl-C",
+                                 "zdebug observe --port 0 --no-keep -f oom:5"))
     def observe(
-        fault: list[str] = typer.Option(None, "--fault", "-f", help="KIND:TARGET[:OPTIONS], repeatable "
+        fault: list[str] = typer.Option(None, "--fault", "-f", metavar="KIND:TARGET[:OPTS]", help="KIND:TARGET[:OPTIONS], repeatable "
                                         "(as in `zdebug demo`). Default: the demo's mixed set."),
-        workers: int = typer.Option(4, min=1, help="Worker processes."),
-        shards: int = typer.Option(16, min=1, help="Shards in the first stage."),
-        rows: int = typer.Option(20_000, min=10, help="Rows per shard."),
-        port: int = typer.Option(9090, min=0, max=65535, help="Prometheus port on 127.0.0.1 (0: any free port)."),
-        workdir: Path = typer.Option(None, help="Prometheus config and TSDB (default $ZDEBUG_HOME/prometheus)."),
+        workers: int = typer.Option(4, min=1, metavar="N", help="Worker processes."),
+        shards: int = typer.Option(16, min=1, metavar="N", help="Shards in the first stage."),
+        rows: int = typer.Option(20_000, min=10, metavar="N", help="Rows per shard."),
+        port: int = typer.Option(9090, min=0, max=65535, metavar="PORT", help="Prometheus port on 127.0.0.1 (0: any free port)."),
+        workdir: Path = typer.Option(None, metavar="DIR", help="Prometheus config and TSDB (default $ZDEBUG_HOME/prometheus)."),
         keep: bool = typer.Option(True, help="Keep Prometheus up after the job ends, until Ctrl-C."),
         as_json: bool = JSON,
     ) -> None:
         """Run the demo pipeline while a local Prometheus scrapes it every second, with the alert
         rules at demo-sized thresholds: look at live metrics and alerts in the Prometheus UI."""
+        from zephyr_debug.dashboards import alerts, grafana
+        from zephyr_debug.dashboards.local import LocalPrometheus
+        from zephyr_debug.reference import CoordinatorConfig, Job, JobConfig, default_stages, parse_fault
+        from zephyr_debug.render.output import clean, console, print_json
+        from zephyr_debug.sources import prometheus
+
+        coordinator = CoordinatorConfig(heartbeat_interval=0.5, heartbeat_timeout=5.0, status_interval=1.0,
+                                        no_workers_timeout=10.0)
         specs = fault or DEFAULT_FAULTS
         config = JobConfig(workers=workers, stages=default_stages(shards, rows), faults=[parse_fault(s) for s in specs],
-                           coordinator=DEMO_COORDINATOR, linger_s=3.0)
+                           coordinator=coordinator, linger_s=3.0)
         home = workdir or jobstore.jobs_root().parent / "prometheus"
         con = console()
 

@@ -5,19 +5,23 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.markdown import Markdown
-from rich.table import Table
 
-from zephyr_debug import playbooks
-from zephyr_debug.commands.common import JSON
-from zephyr_debug.render.output import console, print_json
+from zephyr_debug.commands.common import JSON, examples
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def playbook(name: str = typer.Argument(None, help="Playbook name (or a unique part of it)."),
+    @app.command(epilog=examples("zdebug playbook                 # list them",
+                                 "zdebug playbook oom              # one, by a unique part of its name",
+                                 "zdebug playbook straggler-tail --json"))
+    def playbook(name: str = typer.Argument(None, metavar="NAME", help="Playbook name (or a unique part of it)."),
                  as_json: bool = JSON) -> None:
         """List the playbooks, or show one: symptoms, commands, how to read them, the fix."""
+        from rich.markdown import Markdown
+        from rich.table import Table
+
+        from zephyr_debug import playbooks
+        from zephyr_debug.render.output import console, print_json
+
         con = console()
         if name is None:
             books = playbooks.all_playbooks()

@@ -8,20 +8,19 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from typer.core import TyperGroup
 
-from zephyr_debug.commands.common import JSON
-from zephyr_debug.model import safe_name
-from zephyr_debug.profile import pyspy, speedscope
-from zephyr_debug.profile.summary import summarize as summarize_profile
-from zephyr_debug.profile.target import Target, resolve
-from zephyr_debug.render.output import print_json
-from zephyr_debug.render.profile import render_summary
+from zephyr_debug.commands.common import JSON, TIMEOUT, App, examples
 
-TARGET = typer.Argument(None, help="A pid, or a worker id of a live job (with --job).")
-JOB = typer.Option(None, "--job", help="The live job the worker id belongs to (id, prefix, `latest`, dir or URL).")
+if TYPE_CHECKING:
+    from zephyr_debug.profile.target import Target
+
+TARGET = typer.Argument(None, metavar="PID|WORKER", help="A pid, or a worker id of a live job (with --job).")
+JOB = typer.Option(None, "--job", metavar="JOB", help="The live job the worker id belongs to (forms: see "
+                   "`zdebug --help`).")
 STRAGGLER = typer.Option(None, "--straggler", metavar="JOB",
                          help="Target the worker holding JOB's longest-running in-flight shard.")
 SUBPROCESSES = typer.Option(None, "--subprocesses/--no-subprocesses",
@@ -51,6 +50,8 @@ def target_info(target: Target) -> dict:
 
 
 def _default_output(target: Target) -> Path:
+    from zephyr_debug.model import safe_name
+
     stamp = time.strftime("%Y%m%d-%H%M%S")
     if target.job_dir is not None and target.worker:
         return target.job_dir / "profiles" / f"{safe_name(target.worker)}-{stamp}.speedscope.json"
@@ -64,27 +65,37 @@ def _next_steps(summary: dict, file: Path, pid: int | None) -> list[str]:
 
 
 def register(app: typer.Typer) -> None:
-    group = typer.Typer(cls=_RecordByDefault, no_args_is_help=True,
-                        help="Profile a worker with py-spy: user code vs libraries vs waiting, hot frames.")
+    group = App(cls=_RecordByDefault, no_args_is_help=True,
+                help="Profile a worker with py-spy: user code vs libraries vs waiting, hot frames. "
+                     "`zdebug profile TARGET` is short for `zdebug profile record TARGET`.")
     app.add_typer(group, name="profile")
 
-    @group.command()
+    @group.command(epilog=examples("zdebug profile --straggler latest   # the worker holding the longest shard",
+                                   "zdebug profile 12345 --duration 30 --gil",
+                                   "zdebug profile zephyr-4e7e9c87-p0-workers-1 --job latest -o w1.json"))
     def record(
         target: str = TARGET,
         job: str = JOB,
         straggler: str = STRAGGLER,
-        duration: int = typer.Option(10, min=1, help="Seconds to sample."),
-        rate: int = typer.Option(100, min=1, max=10_000, help="Samples per second."),
+        duration: int = typer.Option(10, min=1, metavar="SECONDS", help="Seconds to sample."),
+        rate: int = typer.Option(100, min=1, max=10_000, metavar="HZ", help="Samples per second."),
         gil: bool = typer.Option(False, "--gil", help="Only samples holding the GIL; reports the GIL-holding share."),
         idle: bool = typer.Option(True, "--idle/--no-idle", help="Sample idle threads too (needed to measure waiting)."),
         subprocesses: bool = SUBPROCESSES,
         nonblocking: bool = typer.Option(True, "--nonblocking/--blocking", help="--blocking pauses the worker "
                                          "for each sample: exact stacks, much more overhead on a busy host."),
-        output: Path = typer.Option(None, "-o", "--output", help="Speedscope file to write "
+        output: Path = typer.Option(None, "-o", "--output", metavar="FILE", help="Speedscope file to write "
                                     "(default: <job dir>/profiles/ for a worker, else the current dir)."),
+        timeout: float = TIMEOUT,
         as_json: bool = JSON,
     ) -> None:
         """Sample a pid or a job's worker with py-spy; write a speedscope file; print the verdict."""
+        from zephyr_debug.profile import pyspy
+        from zephyr_debug.profile.summary import summarize as summarize_profile
+        from zephyr_debug.profile.target import resolve
+        from zephyr_debug.render.output import print_json
+        from zephyr_debug.render.profile import render_summary
+
         iris_job = next((t for t in (straggler, job) if t and t.startswith("iris://")), None)
         if iris_job:  # Iris runs py-spy on the task's host: profile-task
             _record_on_iris(iris_job, None if straggler else target, duration, output, as_json)
@@ -100,13 +111,21 @@ def register(app: typer.Typer) -> None:
                        notes=[NOTES[flag] for flag in ("gil", "no-idle") if {"gil": gil, "no-idle": not idle}[flag]])
         print_json(summary) if as_json else render_summary(summary)
 
-    @group.command()
+    @group.command(epilog=examples("zdebug profile summarize w1.speedscope.json",
+                                   "zdebug profile summarize reply.json -o fixed.speedscope.json --json"))
     def summarize(
-        file: Path = typer.Argument(..., help="A speedscope JSON file, or an Iris profile-task reply (profile_data)."),
-        output: Path = typer.Option(None, "-o", "--output", help="Also write the (decoded, fixed) speedscope file."),
+        file: Path = typer.Argument(..., metavar="FILE", help="A speedscope JSON file, or an Iris profile-task "
+                                    "reply (profile_data)."),
+        output: Path = typer.Option(None, "-o", "--output", metavar="FILE", help="Also write the (decoded, fixed) "
+                                    "speedscope file."),
         as_json: bool = JSON,
     ) -> None:
         """The verdict for an existing speedscope file."""
+        from zephyr_debug.profile import speedscope
+        from zephyr_debug.profile.summary import summarize as summarize_profile
+        from zephyr_debug.render.output import print_json
+        from zephyr_debug.render.profile import render_summary
+
         doc = speedscope.load(file)
         if output:
             speedscope.write(doc, output)
@@ -118,6 +137,9 @@ def register(app: typer.Typer) -> None:
 def _record_on_iris(job: str, worker: str | None, duration: int, output: Path | None, as_json: bool) -> None:
     """`zdebug profile --straggler iris://…` / `WORKER --job iris://…`: Iris's profile-task."""
     from zephyr_debug.profile import iris_task
+    from zephyr_debug.profile.summary import summarize as summarize_profile
+    from zephyr_debug.render.output import print_json
+    from zephyr_debug.render.profile import render_summary
 
     path = output or Path(f"zdebug-profile-iris-{time.strftime('%Y%m%d-%H%M%S')}.speedscope.json")
     path.write_bytes(iris_task.profile_task(job, duration, worker))
@@ -129,6 +151,8 @@ def _record_on_iris(job: str, worker: str | None, duration: int, output: Path | 
 
 def _load_fixed(path: Path) -> dict:
     """A just-recorded speedscope file, rewritten in place so that it validates; its document."""
+    from zephyr_debug.profile import speedscope
+
     doc = speedscope.load(path)
     speedscope.write(doc, path)
     return doc

@@ -4,42 +4,53 @@ groups of a job in one self-contained HTML file."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from zephyr_debug.analyze import stragglers
-from zephyr_debug.commands.common import JOB, JSON, load_evidence
-from zephyr_debug.crashes.cluster import job_groups
+from zephyr_debug.commands.common import JOB, JSON, TIMEOUT, Default, examples, load_evidence
 from zephyr_debug.errors import ZdebugError
-from zephyr_debug.model import Evidence, safe_name
-from zephyr_debug.render.output import console, print_json
-from zephyr_debug.render.report import Limits, render
+
+if TYPE_CHECKING:
+    from zephyr_debug.model import Evidence
 
 
 def analyses(ev: Evidence) -> dict:
     """What the report shows besides the evidence: the stragglers analyzer's findings (with
     its tail episodes) and the crash groups."""
+    from zephyr_debug.analyze import stragglers
+    from zephyr_debug.crashes.cluster import job_groups
+
     findings = stragglers.analyze(ev)
     return {"findings": findings, "groups": job_groups(ev)}
 
 
 def default_path(ev: Evidence) -> Path:
     """`<job dir>/report.html`, else `zdebug-report-<job>.html` here."""
+    from zephyr_debug.model import safe_name
+
     source = Path(ev.source)
     return source / "report.html" if source.is_dir() else Path(f"zdebug-report-{safe_name(ev.job)}.html")
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(epilog=examples("zdebug report                 # the newest job: <job dir>/report.html",
+                                 "zdebug report ./logs/ -o report.html",
+                                 "zdebug report iris://127.0.0.1:10000/alice/my-pipeline --top 20"))
     def report(
         job: str = JOB,
-        output: Path = typer.Option(None, "--output", "-o", help="HTML file to write "
+        output: Path = typer.Option(None, "--output", "-o", metavar="FILE", help="HTML file to write "
                                     "(default: <job dir>/report.html, else ./zdebug-report-<job>.html)."),
-        top: int = typer.Option(Limits.top_workers, "--top", min=1, help="Workers in the memory/disk charts."),
+        top: int = typer.Option(Default("zephyr_debug.render.report", "Limits.top_workers"), "--top", min=1,
+                                metavar="N", help="Workers in the memory/disk charts."),
+        timeout: float = TIMEOUT,
         as_json: bool = JSON,
     ) -> None:
         """Write a self-contained HTML report (opens offline): shard timeline per stage, progress with
         tail episodes, worker memory/disk, crash groups and the findings with their next commands."""
+        from zephyr_debug.render.output import console, print_json
+        from zephyr_debug.render.report import Limits, render
+
         ev = load_evidence(job, as_json)
         parts = analyses(ev)
         text = render(ev, **parts, limits=Limits(top_workers=top))

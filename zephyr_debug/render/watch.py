@@ -14,7 +14,8 @@ from zephyr_debug.render.output import clean, duration, when
 from zephyr_debug.render.status import STATE_STYLE
 
 
-def screen(snap: dict) -> Panel:
+def screen(snap: dict, live: bool = True) -> Panel:
+    """The whole screen; `live=False` (`--once`): no refresh interval, no Ctrl-C hint."""
     s = snap["status"]
     style = STATE_STYLE.get(s["state"], "white")
     head = Text.from_markup(
@@ -35,7 +36,7 @@ def screen(snap: dict) -> Panel:
     if snap["failures"]:
         parts.append(_failures(snap["failures"]))
     return Panel(Group(*parts), title=f"zdebug watch {clean(snap['source'])}",
-                 subtitle=f"{when(snap['now'])} · every {snap['interval_s']:g}s · Ctrl-C to quit")
+                 subtitle=when(snap["now"]) + (f" · every {snap['interval_s']:g}s · Ctrl-C to quit" if live else ""))
 
 
 def _findings(findings: list[dict]) -> Table:
