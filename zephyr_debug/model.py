@@ -135,6 +135,8 @@ class StageInfo:
     total: int
     start_ts: float | None = None
     end_ts: float | None = None
+    # Zephyr's own per-stage totals (finelog zephyr.stage): elapsed_s, items, bytes, cpu_time_s, ...
+    totals: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -176,6 +178,7 @@ class Evidence:
     config: dict[str, Any] = field(default_factory=dict)
     live: JobStatus | None = None  # the last get_status, when the source has one
     warnings: list[str] = field(default_factory=list)  # e.g. "skipped 12 unparseable lines"
+    provenance: list[str] = field(default_factory=list)  # what it was built from, e.g. ["coordinator-log", "finelog"]
 
     def setting(self, name: str, default: Any) -> Any:
         value = self.config.get(name)

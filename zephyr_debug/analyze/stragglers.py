@@ -301,8 +301,8 @@ def _judge(ev: Evidence, out: pd.DataFrame, hb: float, th: Thresholds) -> pd.Dat
     worker_code = out["worker"].cat.codes.to_numpy()
     worker_names = out["worker"].cat.categories
     own = ~np.isnan(log) & (worker_code >= 0)
-    wsum = np.bincount(worker_code[own], weights=log[own], minlength=len(worker_names))
-    wcount = np.bincount(worker_code[own], minlength=len(worker_names))
+    wsum = np.bincount(worker_code[own], weights=log[own], minlength=len(worker_names) + 1)  # +1: no worker known
+    wcount = np.bincount(worker_code[own], minlength=len(worker_names) + 1)
     known = worker_code >= 0
     others = np.where(known, wcount[worker_code] - own, 0)
     out["worker_shards"] = others

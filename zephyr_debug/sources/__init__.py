@@ -1,7 +1,7 @@
 """One loader over every kind of evidence: `load(target) -> Evidence`.
 
 `target` is a live coordinator URL, an Iris job (`iris://HOST:PORT/<job-id>`), a run in Prometheus (`prometheus+URL?run=ID`), a job
-dir, an execution id (or unique prefix, or `latest`) in the job store, or a file / directory of other evidence. Content decides the
+dir, Zephyr's telemetry in finelog (`finelog://HOST:PORT/<execution_id>`), an execution id (or unique prefix, or `latest`) in the job store, or a file / directory of other evidence. Content decides the
 format: each entry of `FILE_LOADERS` sniffs a path and returns Evidence or None.
 """
 
@@ -14,13 +14,21 @@ from zephyr_debug import jobstore
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import Evidence
 from zephyr_debug.sources import evidencedir
-from zephyr_debug.sources import iris, jobdir, live, prometheus
+from zephyr_debug.sources import finelog, iris, jobdir, live, prometheus
 
 # Loaders for evidence that is not a job dir (real Zephyr/Iris output, ...): tried in order.
 FILE_LOADERS: list[Callable[[Path], Evidence | None]] = [evidencedir.load]
 
 
-def load(target: str) -> Evidence:
+def load(target: str, finelog_url: str | None = None) -> Evidence:
+    """The evidence of `target`; with `finelog_url`, Zephyr's telemetry of the same execution merged in."""
+    ev = _load(target)
+    return finelog.merge(ev, finelog_url) if finelog_url else ev
+
+
+def _load(target: str) -> Evidence:
+    if finelog.is_target(target):  # finelog://HOST:PORT/<execution_id>: Zephyr's own telemetry
+        return finelog.load(target)
     if prometheus.is_target(target):  # prometheus+http://HOST:9090?run=EXEC_ID
         return prometheus.load(target)
     if iris.is_target(target):  # iris://HOST:PORT/<job-id>: a live Iris cluster

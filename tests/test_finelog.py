@@ -1,0 +1,262 @@
+"""Zephyr's own telemetry (finelog `zephyr.worker` / `zephyr.stage`) read back by zdebug.
+
+A real finelog EmbeddedServer on 127.0.0.1 and real marin-zephyr pipelines (fray local
+backend, this file run as a script: `python test_finelog.py SCENARIO URL`) writing to it; the
+sample interval is cut from 5 s to SAMPLE_S so a stall of many samples takes seconds.
+Scenario `tail`: 8 shards, shard SKEW has SKEW_X x the items at the normal rate, shard STUCK
+blocks STUCK_S on its first item, shard SLOW runs each item SLOW_X x slower. Scenario `fail`:
+shard 1 raises on every attempt (the pipeline aborts after 3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+ROWS, ROW_S, SAMPLE_S = 4, 0.05, 0.5
+SKEW, SKEW_X = 2, 40
+STUCK, STUCK_S = 4, 8.0
+SLOW, SLOW_X = 6, 30
+ZDEBUG = Path(sys.executable).with_name("zdebug")
+
+
+# --- the pipelines (run in a child process) -------------------------------------------------
+
+def _work(pair: tuple[int, int]) -> int:
+    shard, row = pair
+    if shard == STUCK and row == 0:
+        time.sleep(STUCK_S)
+    time.sleep(ROW_S * (SLOW_X if shard == SLOW else 1))
+    return row
+
+
+def _fail(x: int) -> int:
+    if x == 1:
+        raise ValueError(f"bad record {x}")
+    return x
+
+
+def _run(scenario: str, url: str) -> None:
+    import zephyr.execution
+    import zephyr.runners
+    import zephyr.stats
+    from zephyr import Dataset, ZephyrContext
+
+    zephyr.stats.StatsWriter.resolve_url = staticmethod(lambda: url)
+    zephyr.runners.SUBPROCESS_STATS_INTERVAL = SAMPLE_S
+    make_id = zephyr.execution._generate_execution_id
+    zephyr.execution._generate_execution_id = lambda: f"{scenario}-{make_id()}"
+    if scenario == "tail":
+        spec = [(i, ROWS * SKEW_X if i == SKEW else ROWS) for i in range(8)]
+        ds = Dataset.from_list(spec).flat_map(lambda s: [(s[0], r) for r in range(s[1])]).map(_work)
+        ctx = ZephyrContext(max_workers=3)
+    else:
+        ds, ctx = Dataset.from_list(list(range(4))).map(_fail), ZephyrContext(max_workers=2, max_execution_retries=0)
+    try:
+        ctx.execute(ds)
+    except Exception as exc:
+        print(f"pipeline failed: {type(exc).__name__}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    _run(sys.argv[1], sys.argv[2])
+    sys.exit(0)
+
+
+# --- the tests ------------------------------------------------------------------------------
+
+from zephyr_debug.errors import ZdebugError  # noqa: E402
+from zephyr_debug.model import Evidence  # noqa: E402
+from zephyr_debug.sources import finelog, load  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from finelog_server import EmbeddedServer
+
+    srv = EmbeddedServer(log_dir=str(tmp_path_factory.mktemp("finelog")), host="127.0.0.1", port=0)
+    yield srv
+    srv.stop()
+
+
+def _executions(url: str) -> dict[str, str]:
+    from finelog.client import LogClient
+
+    client = LogClient.connect(url)
+    try:
+        ids = client.query('SELECT DISTINCT execution_id FROM "zephyr.worker"').column(0).to_pylist()
+    finally:
+        client.close()
+    return {i.split("-", 1)[0]: i for i in ids}
+
+
+@pytest.fixture(scope="module")
+def runs(server, tmp_path_factory) -> dict[str, str]:
+    """scenario -> finelog:// target of its real run."""
+    root = tmp_path_factory.mktemp("zephyr")
+    env = {**os.environ, "MARIN_PREFIX": str(root / "marin")}
+    procs = [subprocess.Popen([sys.executable, __file__, name, server.address], env=env, stdout=subprocess.DEVNULL,
+                              stderr=open(root / f"{name}.log", "wb")) for name in ("tail", "fail")]
+    for proc in procs:
+        assert proc.wait(timeout=300) == 0
+    ids = _executions(server.address)
+    return {name: f"finelog://127.0.0.1:{server.port}/{ids[name]}" for name in ("tail", "fail")}
+
+
+def zdebug(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(ZDEBUG), *args], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr
+    assert (done.returncode == 0) == ok, done.stderr
+    return done
+
+
+@pytest.mark.slow
+def test_tail_run_reads_back_per_shard(runs):
+    ev = load(runs["tail"])
+    assert ev.provenance == ["finelog"] and ev.state == "succeeded" and not ev.warnings
+    a = ev.attempts.set_index("shard")
+    assert sorted(a.index) == list(range(8)) and (a["outcome"] == "done").all()
+    assert a["worker"].isna().all()
+    expect = {i: ROWS * (SKEW_X if i == SKEW else 1) for i in range(8)}
+    assert a["items"].to_dict() == expect
+    assert (a["bytes"] > 0).all() and (a["peak_rss_bytes"] > 10 << 20).all()
+    normal = a["elapsed_s"].drop([SKEW, STUCK, SLOW]).median()
+    for shard in (SKEW, STUCK, SLOW):
+        assert a.loc[shard, "elapsed_s"] > 10 * normal
+    assert a.loc[STUCK, "elapsed_s"] >= STUCK_S
+    # RUNNING rows are samples: the stuck shard sits at 0 items for most of its time.
+    s = ev.samples[ev.samples["shard"] == STUCK]
+    assert len(s) >= STUCK_S / SAMPLE_S / 2 and s["items"].iloc[0] == 0
+    # This release's inline runner sends RUNNING rows with 0 memory/CPU: read as not sampled.
+    assert not (ev.samples["rss_bytes"] == 0).any() and not (ev.samples["cpu_pct"] == 0).any()
+    assert (ev.samples["items"].diff().fillna(0)[ev.samples["shard"].diff() == 0] >= 0).all()
+    assert ev.config["heartbeat_interval"] == pytest.approx(SAMPLE_S, rel=0.5)
+    for col in ("items", "bytes", "start_ts", "elapsed_s", "shard"):
+        assert ev.attempts[col].dtype == float
+    [stage] = ev.stages
+    assert stage.name == "stage0-Map" and stage.total == 8 and stage.end_ts and stage.end_ts > stage.start_ts
+    assert stage.totals["items"] == sum(expect.values()) and stage.totals["total_shards"] == 8
+
+
+@pytest.mark.slow
+def test_tail_stragglers_name_causes(runs):
+    report = json.loads(zdebug("stragglers", runs["tail"], "--json").stdout)
+    found = {f["shard"]: f for f in report["findings"]}
+    assert {SKEW, STUCK, SLOW} <= set(found), found
+    assert found[SKEW]["cause"] == "data-skew"
+    assert found[SKEW]["metrics"]["items"] == ROWS * SKEW_X
+    assert "stuck" in found[STUCK]["causes"]
+    assert found[SLOW]["cause"] != "data-skew"  # a sleep burns no CPU: the rows cannot tell worker from records
+    table = zdebug("stragglers", runs["tail"]).stdout
+    assert max(map(len, table.splitlines())) <= 80 or "COLUMNS" in os.environ
+
+
+@pytest.mark.slow
+def test_failing_shard_reads_as_task_failures(runs):
+    ev = load(runs["fail"])
+    assert ev.state == "failed"
+    bad = ev.attempts[ev.attempts["shard"] == 1].sort_values("attempt")
+    assert list(bad["outcome"]) == ["failed"] * 3 and list(bad["kind"]) == ["task"] * 3
+    assert list(bad["attempt"]) == [0.0, 1.0, 2.0]
+    report = json.loads(zdebug("stragglers", runs["fail"], "--json").stdout)
+    assert {f["shard"]: f["cause"] for f in report["findings"]}[1] == "crash-loop"
+
+
+def _log_evidence(tel: Evidence, worker: str) -> Evidence:
+    """What a coordinator log of the same run says: the same attempts with a worker, no numbers."""
+    a = tel.attempts.copy()
+    a["worker"] = worker
+    a[["items", "bytes", "peak_rss_bytes"]] = float("nan")
+    a = a.drop(columns=["cpu_time_s"])
+    a.loc[0, "error"] = "kept from the log"
+    return Evidence(job=tel.job, source="coordinator.log", now=tel.now, state="succeeded", attempts=a,
+                    provenance=["coordinator-log"])
+
+
+@pytest.mark.slow
+def test_merge_fills_numbers_and_names_workers(runs, server):
+    tel = load(runs["tail"])
+    ev = finelog.merge(_log_evidence(tel, "w-1"), server.address)
+    assert ev.provenance == ["coordinator-log", "finelog"] and not ev.warnings
+    assert len(ev.attempts) == len(tel.attempts) and ev.attempts.loc[0, "error"] == "kept from the log"
+    assert ev.attempts.set_index("shard")["items"].to_dict() == tel.attempts.set_index("shard")["items"].to_dict()
+    assert (ev.samples["worker"] == "w-1").all() and len(ev.samples) == len(tel.samples)
+    assert ev.stages[0].totals == tel.stages[0].totals
+
+
+@pytest.mark.slow
+def test_merge_of_an_unreachable_server_keeps_the_log(runs):
+    tel = load(runs["tail"])
+    log = _log_evidence(tel, "w-1")
+    ev = finelog.merge(log, "http://127.0.0.1:9")
+    assert len(ev.attempts) == len(tel.attempts) and ev.provenance == ["coordinator-log"]
+    [warning] = ev.warnings
+    assert warning.startswith("finelog telemetry not merged: http://127.0.0.1:9") and "\n" not in warning
+
+
+@pytest.mark.slow
+def test_unknown_execution_lists_known_ones(runs, server):
+    with pytest.raises(ZdebugError, match=r"no zephyr.worker rows for execution nope.*it holds: .*tail-"):
+        load(f"finelog://127.0.0.1:{server.port}/nope")
+    done = zdebug("status", f"finelog://127.0.0.1:{server.port}/nope", ok=False)
+    assert done.returncode == 3 and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_server_down_is_one_line():
+    done = zdebug("stragglers", "finelog://127.0.0.1:9/20260101-000000-deadbeef", ok=False)
+    assert done.returncode == 3 and len(done.stderr.strip().splitlines()) == 1
+    assert "127.0.0.1:9" in done.stderr
+
+
+def test_bad_targets():
+    with pytest.raises(ZdebugError, match="expected finelog://HOST:PORT/<execution_id>"):
+        finelog.parse("finelog://127.0.0.1:1")
+    with pytest.raises(ZdebugError, match="not an execution id"):
+        finelog.fetch("http://127.0.0.1:9", "x' OR '1'='1")
+
+
+def test_missing_table_and_wrong_types(tmp_path):
+    """A server without Zephyr's tables, then a zephyr.worker table whose numbers are strings."""
+    from finelog.client import LogClient
+    from finelog_server import EmbeddedServer
+
+    @dataclass
+    class Odd:  # zephyr.worker with the wrong types and no mem/cpu columns
+        key_column: ClassVar[str] = "execution_id"
+        execution_id: str
+        stage_name: str
+        shard_idx: str
+        status: str
+        ts: datetime
+        items: str
+        bytes_processed: int
+
+    with EmbeddedServer(log_dir=str(tmp_path), host="127.0.0.1", port=0) as srv:
+        with pytest.raises(ZdebugError, match=r"no zephyr.worker table"):
+            load(f"finelog://127.0.0.1:{srv.port}/e-1")
+        client = LogClient.connect(srv.address)
+        table = client.get_table("zephyr.worker", Odd)
+        now = datetime(2026, 1, 1, 12, 0, 0)
+        table.write([Odd("e-1", "stage0-Map", "0", "START", now, "0", 0),
+                     Odd("e-1", "stage0-Map", "0", "END", now.replace(second=3), "12", 40),
+                     Odd("e-1", "stage0-Map", "x", "END", now, "12", 40),
+                     Odd("e-1", "stage0-Map", "1", "START", now, "many", 0),
+                     Odd("e-1", "stage0-Map", "1", "BOGUS", now, "1", 0)])
+        assert table.flush(timeout=30) == "succeeded"
+        client.close()
+        ev = load(f"finelog://127.0.0.1:{srv.port}/e-1")
+    assert any("lacks column(s) cpu_time_total" in w for w in ev.warnings)
+    assert any("no zephyr.stage table" in w for w in ev.warnings)
+    assert any("skipped 3 row(s)" in w for w in ev.warnings)
+    [row] = ev.attempts.to_dict("records")
+    assert (row["shard"], row["items"], row["bytes"], row["outcome"], row["elapsed_s"]) == (0.0, 12.0, 40.0, "done",
+                                                                                          3.0)

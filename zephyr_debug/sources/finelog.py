@@ -1,0 +1,418 @@
+"""Zephyr's own per-shard telemetry in finelog: `finelog://HOST:PORT/<execution_id>`.
+
+Zephyr (`zephyr/stats.py`, `StatsWriter`) writes two finelog tables: `zephyr.worker` (per
+shard: START, RUNNING every sample interval, END / FAILED) and `zephyr.stage` (per stage at
+END / FAILED). They are read with `LogClient.query`, filtered by execution id, only the needed
+columns, in pages keyed on finelog's `seq` column (a 1M-row job is five requests, each well
+under the server's 64 MiB reply limit), and mapped onto the tables every source fills: START
+opens an attempt, RUNNING rows are progress samples, END / FAILED close the attempt. The rows
+name no worker; `merge` attaches them to a log's attempts of the same (stage, shard) whose time
+span holds them and so names the worker on the samples too.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from zephyr_debug.errors import EvidenceError, UsageError
+from zephyr_debug.model import (
+    ATTEMPT_COLUMNS,
+    HEARTBEAT_TIMEOUT_S,
+    SAMPLE_COLUMNS,
+    TASK,
+    Evidence,
+    StageInfo,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+SCHEME = "finelog://"
+PROVENANCE = "finelog"
+WORKER_TABLE, STAGE_TABLE = "zephyr.worker", "zephyr.stage"  # Zephyr's namespaces
+START, RUNNING, END, FAILED = "START", "RUNNING", "END", "FAILED"  # ZephyrWorkerStatStatus
+# zephyr.worker column -> our name; what the analysis needs, nothing more.
+WORKER_FIELDS = {"stage_name": "stage", "shard_idx": "shard", "status": "status", "ts": "ts", "items": "items",
+                 "bytes_processed": "bytes", "cpu_time_total": "cpu_time_s", "cpu_current_pct": "cpu_pct",
+                 "mem_current_bytes": "rss_bytes", "mem_peak_bytes": "rss_peak_bytes"}
+STAGE_FIELDS = {"stage_name": "stage", "status": "status", "ts": "ts", "elapsed": "elapsed_s", "items": "items",
+                "bytes_processed": "bytes", "total_shards": "total_shards", "cpu_time_total": "cpu_time_s",
+                "cpu_pct_avg": "cpu_pct_avg", "mem_bytes_avg": "mem_avg_bytes", "mem_peak_bytes_max": "mem_peak_bytes"}
+NUMERIC = ("shard", "items", "bytes", "cpu_time_s", "cpu_pct", "rss_bytes", "rss_peak_bytes", "elapsed_s",
+           "total_shards", "cpu_pct_avg", "mem_avg_bytes", "mem_peak_bytes")
+# Zero in these = not sampled: this release's inline runner samples in a thread that does not
+# see the shard's counters, so its RUNNING rows carry 0 (END rows are sampled in the shard's own).
+RESOURCES = ("cpu_time_s", "cpu_pct", "rss_bytes", "rss_peak_bytes")
+PAGE_ROWS = 200_000  # ~100 bytes a row: 20 MB a reply
+REQUEST_TIMEOUT_MS = 30_000
+DEADLINE_S = 120.0  # for all pages of one read (plus at most one request timeout)
+MATCH_SLACK_S = 2.0  # log prefixes have 1 s resolution
+_EXEC_RE = re.compile(r"^[\w.:-]+$")
+
+
+def is_target(target: str) -> bool:
+    return target.startswith(SCHEME)
+
+
+def parse(target: str) -> tuple[str, str]:
+    """`finelog://HOST:PORT/<execution_id>` -> (`http://HOST:PORT`, execution id)."""
+    rest = target[len(SCHEME):]
+    host, _, execution_id = rest.partition("/")
+    if not host or not execution_id:
+        raise UsageError(f"{target}: expected finelog://HOST:PORT/<execution_id>")
+    return server_url(host), execution_id
+
+
+def server_url(url: str) -> str:
+    """`HOST:PORT`, `http://HOST:PORT` or `finelog://HOST:PORT` -> `http://HOST:PORT`."""
+    url = url.removeprefix(SCHEME).rstrip("/")
+    return url if url.startswith(("http://", "https://")) else f"http://{url}"
+
+
+@dataclass
+class Rows:
+    """The raw rows of one execution: Arrow tables, with the server they came from."""
+
+    url: str
+    execution_id: str
+    worker: pa.Table
+    stage: pa.Table | None
+    warnings: list[str]
+
+
+def fetch(url: str, execution_id: str, deadline_s: float = DEADLINE_S) -> Rows:
+    """Both tables' rows of `execution_id`; EvidenceError when the server or its zephyr.worker
+    rows cannot be read, a warning when only zephyr.stage is missing."""
+    if not _EXEC_RE.match(execution_id):
+        raise UsageError(f"{execution_id!r}: not an execution id (letters, digits, '_.:-')")
+    client = _client(url)
+    deadline = time.monotonic() + deadline_s
+    warnings: list[str] = []
+    try:
+        worker = _read(client, url, WORKER_TABLE, WORKER_FIELDS, execution_id, deadline, warnings)
+        try:
+            stage = _read(client, url, STAGE_TABLE, STAGE_FIELDS, execution_id, deadline, warnings)
+        except _NoTable:
+            stage = None
+            warnings.append(f"{url}: no {STAGE_TABLE} table: no per-stage totals")
+    except _NoTable:
+        raise EvidenceError(f"{url}: no {WORKER_TABLE} table (no Zephyr run wrote telemetry here)") from None
+    finally:
+        client.close()
+    if not worker.num_rows:
+        raise EvidenceError(f"{url}: no {WORKER_TABLE} rows for execution {execution_id}"
+                            f"{_known_executions(url)}")
+    return Rows(url, execution_id, worker, stage, warnings)
+
+
+def _client(url: str):
+    """A LogClient whose INFO lines ("LogClient resolved ...") stay off the user's stderr."""
+    import logging
+
+    from finelog.client import LogClient
+
+    logging.getLogger("finelog.client.log_client").setLevel(logging.ERROR)
+    return LogClient.connect(url, timeout_ms=REQUEST_TIMEOUT_MS)
+
+
+def _read(client, url: str, table: str, fields: dict[str, str], execution_id: str, deadline: float,
+          warnings: list[str]) -> pa.Table:
+    """Pages of `table` for one execution (keyset on `seq`), the columns of `fields` it has."""
+    import pyarrow as pa
+
+    have = set(_query(client, url, f'SELECT * FROM "{table}" LIMIT 0', deadline).column_names)
+    if "execution_id" not in have or "seq" not in have:
+        raise EvidenceError(f"{url}: table {table} has no execution_id/seq column: not Zephyr's")
+    missing = [c for c in fields if c not in have]
+    if missing:
+        warnings.append(f"{url}: {table} lacks column(s) {', '.join(missing)}: left empty")
+    cols = ", ".join(["seq", *(f'"{c}"' for c in fields if c in have)])
+    where = f"execution_id = '{execution_id}'"
+    pages, last = [], None
+    while True:
+        after = "" if last is None else f" AND seq > {last}"
+        page = _query(client, url, f'SELECT {cols} FROM "{table}" WHERE {where}{after} ORDER BY seq '
+                                   f'LIMIT {PAGE_ROWS}', deadline)
+        pages.append(page)
+        if page.num_rows < PAGE_ROWS:
+            break
+        last = page.column("seq")[-1].as_py()
+    return pa.concat_tables(pages) if len(pages) > 1 else pages[0]
+
+
+class _NoTable(Exception):
+    """The namespace is not registered on the server."""
+
+
+_NO_TABLE_RE = re.compile(r"table '[^']*' not found|namespace .* not found", re.I)
+
+
+def _query(client, url: str, sql: str, deadline: float) -> pa.Table:
+    from finelog.client import NamespaceNotFoundError
+
+    if time.monotonic() > deadline:
+        raise EvidenceError(f"{url}: finelog read took over {DEADLINE_S:.0f}s; gave up")
+    try:
+        return client.query(sql, max_rows=PAGE_ROWS)
+    except Exception as exc:  # connect errors, timeouts, SQL errors: one line
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        if isinstance(exc, NamespaceNotFoundError) or _NO_TABLE_RE.search(reason):
+            raise _NoTable(reason) from None
+        raise EvidenceError(f"{url}: finelog query failed: {reason}") from None
+
+
+def _known_executions(url: str) -> str:
+    """`; it holds: a, b` (a few execution ids the server does have), or ''."""
+    client = _client(url)
+    try:
+        ids = client.query(f'SELECT DISTINCT execution_id FROM "{WORKER_TABLE}" LIMIT 5').column(0).to_pylist()
+    except Exception:  # a hint only
+        return ""
+    finally:
+        client.close()
+    return f"; it holds: {', '.join(map(str, ids))}" if ids else ""
+
+
+def _frame(table: pa.Table, fields: dict[str, str], warnings: list[str], where: str) -> pd.DataFrame:
+    """Arrow -> pandas with our names: numbers as float (wrong types -> NaN, counted), strings as
+    object, `ts` as unix seconds (finelog stores Zephyr's naive-UTC datetimes)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    df = table.select([c for c in fields if c in table.column_names]).to_pandas()
+    df = df.rename(columns=fields).reindex(columns=list(dict.fromkeys(fields.values())))
+    bad = pd.Series(False, index=df.index)
+    for col in df.columns:
+        if col in NUMERIC:
+            values = df[col] if pd.api.types.is_numeric_dtype(df[col]) else pd.to_numeric(df[col], errors="coerce")
+            bad |= values.isna() & df[col].notna()
+            df[col] = values.astype(float)
+    ts = table.column("ts") if "ts" in table.column_names else None
+    if ts is not None and pa.types.is_timestamp(ts.type):
+        df["ts"] = pd.to_datetime(df["ts"]).dt.tz_localize(None).astype("datetime64[us]").astype("int64") / 1e6
+        df.loc[ts.is_null().to_numpy(zero_copy_only=False), "ts"] = float("nan")
+    else:
+        values = pd.to_numeric(df["ts"], errors="coerce")
+        bad |= values.isna() & df["ts"].notna()
+        df["ts"] = values.astype(float)
+    if "rss_bytes" in df:  # no RSS = no resource sample in the row (START; RUNNING rows of the inline runner)
+        unsampled = ~(df["rss_bytes"] > 0)
+        df.loc[unsampled, [c for c in RESOURCES if c in df]] = float("nan")
+    for col in ("stage", "status"):
+        df[col] = df[col].astype(object).where(df[col].map(lambda v: isinstance(v, str)), None)
+    bad |= df["stage"].isna() | df["ts"].isna() | ~df["status"].isin((START, RUNNING, END, FAILED))
+    if "shard" in df:
+        bad |= df["shard"].isna()
+    if bad.any():
+        warnings.append(f"{where}: skipped {int(bad.sum())} row(s) with missing or wrongly typed fields")
+        df = df[~bad]
+    return df
+
+
+def to_evidence(rows: Rows) -> Evidence:
+    """The attempts, samples and stages of one execution's telemetry."""
+    import numpy as np
+    import pandas as pd
+
+    warnings = list(rows.warnings)
+    w = _frame(rows.worker, WORKER_FIELDS, warnings, f"{rows.url} {WORKER_TABLE}")
+    st = (_frame(rows.stage, STAGE_FIELDS, warnings, f"{rows.url} {STAGE_TABLE}") if rows.stage is not None
+          else pd.DataFrame(columns=list(STAGE_FIELDS.values())))
+    w = w.sort_values(["stage", "shard", "ts"], kind="stable").reset_index(drop=True)  # ties: seq order
+    status, ts = w["status"].to_numpy(dtype=object), w["ts"].to_numpy()
+    stage, shard = w["stage"].to_numpy(dtype=object), w["shard"].to_numpy()
+    new_shard = np.r_[True, (stage[1:] != stage[:-1]) | (shard[1:] != shard[:-1])] if len(w) else np.zeros(0, bool)
+    # Attempt n of a shard = its rows from its n-th START on (rows before any START: attempt 0).
+    serial = np.cumsum((status == START) | new_shard) - 1
+    attempt = serial - np.maximum.accumulate(np.where(new_shard, serial, 0))
+    firsts = np.flatnonzero(np.r_[True, serial[1:] != serial[:-1]]) if len(w) else np.zeros(0, dtype=int)
+    lasts = np.r_[firsts[1:] - 1, len(w) - 1] if len(w) else firsts
+    last_status = status[lasts]
+    start_ts, end_ts = ts[firsts], np.where(np.isin(last_status, (END, FAILED)), ts[lasts], np.nan)
+    outcome = np.where(last_status == END, "done", np.where(last_status == FAILED, "failed", "running"))
+    attempts = pd.DataFrame({
+        "stage": stage[firsts], "shard": shard[firsts], "attempt": attempt[firsts].astype(float), "worker": None,
+        "start_ts": start_ts, "end_ts": end_ts, "outcome": outcome.astype(object),
+        "kind": np.where(last_status == FAILED, TASK, None).astype(object), "elapsed_s": end_ts - start_ts,
+        "items": w["items"].to_numpy()[lasts], "bytes": w["bytes"].to_numpy()[lasts],
+        "peak_rss_bytes": np.fmax.reduceat(w["rss_peak_bytes"].to_numpy(), firsts) if len(w) else np.zeros(0),
+        "cpu_time_s": w["cpu_time_s"].to_numpy()[lasts]}).reindex(columns=[*ATTEMPT_COLUMNS, "cpu_time_s"])
+    for col in ("worker", "error", "crash_file"):
+        attempts[col] = attempts[col].astype(object)
+    samples = w[status == RUNNING].assign(worker=None, disk_bytes=np.nan).reindex(columns=SAMPLE_COLUMNS)
+    samples["worker"] = samples["worker"].astype(object)
+    last_ts = float(w["ts"].max()) if len(w) else float("nan")
+    stage_end = float(st["ts"].max()) if len(st) else float("nan")
+    last = float(np.nanmax([last_ts, stage_end]))
+    open_attempts = bool((outcome == "running").any())
+    live = open_attempts and time.time() - last < HEARTBEAT_TIMEOUT_S
+    if (st["status"] == FAILED).any():
+        state = "failed"
+    elif open_attempts:
+        state = "running" if live else "interrupted"
+    elif len(st) and set(attempts["stage"]) <= set(st.loc[st["status"] == END, "stage"]):
+        state = "succeeded"
+    else:
+        state = "unknown"
+    ev = Evidence(job=rows.execution_id, source=f"{SCHEME}{rows.url.split('://', 1)[1]}/{rows.execution_id}",
+                  now=time.time() if live else last, state=state, attempts=attempts, samples=samples,
+                  stages=_stages(attempts, st), warnings=warnings, provenance=[PROVENANCE])
+    interval = _sample_interval(samples)
+    if interval:
+        ev.config["heartbeat_interval"] = interval
+    return ev
+
+
+def _sample_interval(samples: pd.DataFrame) -> float | None:
+    """The median gap between one shard attempt's RUNNING rows (Zephyr samples at its heartbeat
+    cadence, 5 s): the rows name no worker, so the analysis cannot measure it per worker."""
+    if len(samples) < 2:
+        return None
+    gaps = samples.groupby(["stage", "shard"], sort=False)["ts"].diff().dropna()
+    gaps = gaps[gaps > 0]
+    return round(float(gaps.median()), 3) if len(gaps) else None
+
+
+STAGE_INDEX_RE = re.compile(r"^stage(\d+)-")
+
+
+def _stages(attempts: pd.DataFrame, st: pd.DataFrame) -> list[StageInfo]:
+    """One StageInfo per stage seen, ordered by Zephyr's `stage<N>-` label (else by first start),
+    with the zephyr.stage row's totals when there is one."""
+    first = attempts.groupby("stage", sort=False)["start_ts"].min()
+    shards = attempts.groupby("stage", sort=False)["shard"].nunique()
+    rows = st.drop_duplicates("stage", keep="last").set_index("stage") if len(st) else None
+    names = list(dict.fromkeys([*first.index, *([] if rows is None else rows.index)]))
+
+    def order(name: str) -> tuple[int, float]:
+        m = STAGE_INDEX_RE.match(name)
+        return (int(m.group(1)) if m else 1 << 30, float(first.get(name, float("inf"))))
+
+    out = []
+    for i, name in enumerate(sorted(names, key=order)):
+        row = rows.loc[name] if rows is not None and name in rows.index else None
+        total = row["total_shards"] if row is not None and row["total_shards"] == row["total_shards"] else None
+        info = StageInfo(name=name, index=i, total=int(total if total is not None else shards.get(name, 0)),
+                         start_ts=_float(first.get(name)))
+        if row is not None:
+            info.end_ts = _float(row["ts"]) if row["status"] == END else None
+            info.totals = {k: float(row[k]) for k in STAGE_FIELDS.values()
+                           if k not in ("stage", "status", "ts") and row[k] == row[k]}
+            if info.start_ts is None and info.end_ts is not None and "elapsed_s" in info.totals:
+                info.start_ts = info.end_ts - info.totals["elapsed_s"]
+        out.append(info)
+    return out
+
+
+def _float(value) -> float | None:
+    return None if value is None or value != value else float(value)
+
+
+def load(target: str) -> Evidence:
+    url, execution_id = parse(target)
+    return to_evidence(fetch(url, execution_id))
+
+
+def merge(ev: Evidence, url: str, execution_id: str | None = None) -> Evidence:
+    """`ev` with the telemetry of its execution (or `execution_id`) from the finelog server at
+    `url` merged in (`attach`); an unreadable server is a warning, never a lost `ev`."""
+    try:
+        tel = to_evidence(fetch(server_url(url), execution_id or ev.job))
+    except EvidenceError as exc:
+        ev.warnings.append(f"finelog telemetry not merged: {exc}")
+        return ev
+    return attach(ev, tel)
+
+
+def attach(ev: Evidence, tel: Evidence) -> Evidence:
+    """Telemetry `tel` merged into `ev` (in place): each telemetry attempt joins the attempt of
+    `ev` of the same (stage, shard) whose span holds its start (merge_asof), fills that attempt's
+    missing items / bytes / peak memory / CPU time and names the worker on its samples; attempts
+    of shards `ev` does not know are added. What `ev` had is never overwritten."""
+    import numpy as np
+    import pandas as pd
+
+    if not len(ev.attempts):
+        ev.attempts, ev.samples = tel.attempts, pd.concat([ev.samples, tel.samples], ignore_index=True) \
+            if len(ev.samples) else tel.samples
+        matched = pd.Series(dtype=bool)
+    else:
+        a = ev.attempts.reset_index(drop=True)
+        t = tel.attempts.reset_index(drop=True)
+        left = pd.DataFrame({"stage": t["stage"].astype(object), "shard": t["shard"].astype(float),
+                             "ts": t["start_ts"].astype(float), "t": np.arange(len(t))})
+        right = pd.DataFrame({"stage": a["stage"].astype(object), "shard": pd.to_numeric(a["shard"], errors="coerce"),
+                              "ts": pd.to_numeric(a["start_ts"], errors="coerce") - MATCH_SLACK_S,
+                              "end": pd.to_numeric(a["end_ts"], errors="coerce") + MATCH_SLACK_S,
+                              "a": np.arange(len(a))}).dropna(subset=["shard", "ts"])
+        pairs = pd.merge_asof(left.sort_values("ts"), right.sort_values("ts"), on="ts", by=["stage", "shard"],
+                              direction="backward")
+        ok = pairs["a"].notna() & ~(pairs["ts"] > pairs["end"])
+        pairs = pairs[ok].drop_duplicates("a")  # one telemetry attempt per log attempt
+        ai, ti = pairs["a"].to_numpy(dtype=int), pairs["t"].to_numpy(dtype=int)
+        for col in ("items", "bytes", "peak_rss_bytes", "cpu_time_s"):
+            if col not in a:
+                a[col] = np.nan
+            have = pd.to_numeric(a[col], errors="coerce").to_numpy(dtype=float, copy=True)
+            have[ai] = np.where(np.isnan(have[ai]), t[col].to_numpy(dtype=float)[ti], have[ai])
+            a[col] = have
+        known = pd.MultiIndex.from_frame(right[["stage", "shard"]])
+        new = ~pd.MultiIndex.from_frame(left[["stage", "shard"]]).isin(known)
+        matched = pd.Series(False, index=t.index)
+        matched[ti] = True
+        unmatched = int((~matched & ~new).sum())
+        if unmatched:
+            ev.warnings.append(f"{tel.source}: {unmatched} telemetry attempt(s) match no attempt of "
+                               f"{ev.source} in time; their numbers were left out")
+        ev.attempts = pd.concat([a, t[new]], ignore_index=True) if new.any() else a
+        # The samples of a matched attempt get its worker.
+        s = tel.samples
+        worker_of = pd.Series(a["worker"].to_numpy(dtype=object)[ai],
+                              index=pd.MultiIndex.from_arrays([t["stage"].to_numpy(dtype=object)[ti],
+                                                               t["shard"].to_numpy(dtype=float)[ti],
+                                                               t["attempt"].to_numpy(dtype=float)[ti]]))
+        s_attempt = _sample_attempts(s, t)
+        at = worker_of.index.get_indexer(pd.MultiIndex.from_arrays([s["stage"].to_numpy(dtype=object),
+                                                                    s["shard"].to_numpy(dtype=float), s_attempt]))
+        s = s.copy()
+        s["worker"] = np.where(at >= 0, worker_of.to_numpy(dtype=object)[np.maximum(at, 0)], None)
+        ev.samples = pd.concat([ev.samples, s], ignore_index=True) if len(ev.samples) else s
+    names = {info.name: info for info in ev.stages}
+    for info in tel.stages:
+        mine = names.get(info.name)
+        if mine is None:
+            info.index = len(ev.stages)
+            ev.stages.append(info)
+        else:
+            mine.totals = info.totals
+            mine.start_ts = mine.start_ts if mine.start_ts is not None else info.start_ts
+            mine.end_ts = mine.end_ts if mine.end_ts is not None else info.end_ts
+    if ev.state == "unknown":
+        ev.state = tel.state
+    if ev.state not in ("running",):
+        ev.now = max(ev.now, tel.now)
+    ev.config.setdefault("heartbeat_interval", tel.config.get("heartbeat_interval"))
+    if ev.config["heartbeat_interval"] is None:
+        del ev.config["heartbeat_interval"]
+    ev.warnings.extend(tel.warnings)
+    ev.provenance = [*ev.provenance, PROVENANCE]
+    return ev
+
+
+def _sample_attempts(samples: pd.DataFrame, attempts: pd.DataFrame):
+    """The attempt number of each telemetry sample: the last attempt of its shard started at or
+    before it."""
+    import numpy as np
+    import pandas as pd
+
+    left = pd.DataFrame({"stage": samples["stage"].to_numpy(dtype=object), "shard": samples["shard"].to_numpy(float),
+                         "ts": samples["ts"].to_numpy(float), "i": np.arange(len(samples))})
+    right = pd.DataFrame({"stage": attempts["stage"].to_numpy(dtype=object),
+                          "shard": attempts["shard"].to_numpy(float), "ts": attempts["start_ts"].to_numpy(float),
+                          "attempt": attempts["attempt"].to_numpy(float)})
+    got = pd.merge_asof(left.sort_values("ts"), right.sort_values("ts"), on="ts", by=["stage", "shard"])
+    return got.sort_values("i")["attempt"].to_numpy(dtype=float)
