@@ -3,7 +3,7 @@
 from zephyr_debug.errors import ZdebugError
 
 __version__ = "0.1.0"
-__all__ = ["ZdebugError", "load", "__version__"]
+__all__ = ["ZdebugError", "__version__", "load"]
 
 
 def load(target: str, **options):

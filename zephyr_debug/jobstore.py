@@ -11,6 +11,7 @@ Layout of one job dir:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -18,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 from zephyr_debug.errors import EvidenceError, UsageError, ZdebugError
 
@@ -111,11 +113,8 @@ class EventLog:
         return event
 
     def close(self) -> None:
-        with self._lock:
-            try:
-                self._fh.close()
-            except OSError:  # the flush of what a full disk refused
-                pass
+        with self._lock, contextlib.suppress(OSError):  # the flush of what a full disk refused
+            self._fh.close()
 
 
 # What a well-formed event carries: the JSON type of a field wherever it appears, and the
@@ -150,7 +149,7 @@ def well_formed(event: object) -> bool:
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         return False
     ts = event.get("ts")
-    if not has_type(ts, _NUM) or not 0 <= ts < MAX_TS:
+    if not has_type(ts, _NUM) or not 0 <= cast(float, ts) < MAX_TS:
         return False
     if any(event.get(name) is None for name in REQUIRED_FIELDS.get(event["type"], ())):
         return False

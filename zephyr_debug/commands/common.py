@@ -10,7 +10,6 @@ import importlib
 import operator
 from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 from typer.core import TyperArgument, TyperCommand
 
@@ -31,7 +30,8 @@ JSON = typer.Option(False, "--json", help="Print JSON instead of tables.")
 JOB = typer.Argument("latest", metavar="JOB", help=_JOB_HELP)
 # `JOB` or `--prometheus URL [--run ID]`: declare the three, then load `job_target(job, prometheus, run)`.
 JOB_OR_PROMETHEUS = typer.Argument(None, metavar="JOB", show_default=False,
-                                   help="The job (default: latest; omit with --prometheus). Forms: see `zdebug --help`.")
+                                   help="The job (default: latest; omit with --prometheus). Forms: see "
+                                        "`zdebug --help`.")
 PROMETHEUS = typer.Option(None, "--prometheus", metavar="URL", help="Read the run from this Prometheus instead.")
 RUN = typer.Option(None, "--run", metavar="EXEC_ID", help="With --prometheus: the run (default: the last to progress).")
 
@@ -82,7 +82,7 @@ def examples(*lines: str) -> str:
 class Command(TyperCommand):
     """Help without Python-type placeholders: arguments show only their metavar."""
 
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_options(self, ctx: Any, formatter: Any) -> None:
         args, opts = [], []
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)

@@ -62,8 +62,7 @@ def register(app: typer.Typer) -> None:
             found = (c for c in found if c.shard == shard)
         context = {"source": source, "shard": shard}
         if dedupe:
-            data = {**context, "groups": [g.to_dict() for g in cluster(found, fp)]}
-            _finish(view.groups, data, stats, as_json)
+            _finish(view.groups, {**context, "groups": cluster(found, fp)}, stats, as_json)
         else:
             _finish(view.rows, {**context, "crashes": list(rows(found, fp))}, stats, as_json)
 
@@ -102,7 +101,11 @@ def _finish(render, data: dict, stats: Stats, as_json: bool) -> None:
     from zephyr_debug.render.output import print_json
 
     if as_json:
-        payload = data  # materialized above: lists
+        from zephyr_debug.crashes.cluster import SCHEMA_VERSION
+
+        payload = {"schema_version": SCHEMA_VERSION, **data}  # materialized above: lists
+        if "groups" in payload:
+            payload["groups"] = [g.to_json() for g in payload["groups"]]
         payload["skipped_lines"] = stats.skipped
         payload["warnings"] = _warnings(stats)
         print_json(payload)

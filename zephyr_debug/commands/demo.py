@@ -10,7 +10,8 @@ from zephyr_debug.commands.common import JSON, Default, examples
 
 DEFAULT_FAULTS = ["skew-shard:3:x6", "slow-worker:1:x6", "exception:2", "oom:5", "segfault:6", "kill-worker:2"]
 # What the demo shows afterwards: zdebug subcommands run on the finished job.
-FOLLOW_UPS: list[list[str]] = [["diagnose"], ["crashes", "--dedupe"], ["stragglers"], ["workers", "--sort", "memory"], ["report"]]
+FOLLOW_UPS: list[list[str]] = [["diagnose"], ["crashes", "--dedupe"], ["stragglers"], ["workers", "--sort", "memory"],
+                               ["report"]]
 # What it suggests trying next, on the finished job.
 NEXT: list[list[str]] = [["diagnose"], ["report"], ["watch", "--once"]]
 
@@ -55,7 +56,8 @@ def register(app: typer.Typer) -> None:
         config = JobConfig(
             workers=workers, runner=runner, stages=default_stages(shards, rows), faults=[parse_fault(s) for s in specs],
             coordinator=CoordinatorConfig(heartbeat_interval=heartbeat, heartbeat_timeout=heartbeat_timeout,
-                                          status_interval=max(heartbeat * 2, 0.5), no_workers_timeout=heartbeat_timeout * 2),
+                                          status_interval=max(heartbeat * 2, 0.5),
+                                          no_workers_timeout=heartbeat_timeout * 2),
             memory_limit_mb=memory_limit_mb, deadline_s=deadline, host=host)
         con = console()
         job = Job(config).serve()
@@ -68,7 +70,8 @@ def register(app: typer.Typer) -> None:
             seen = [0]
 
             def tick(coordinator) -> None:
-                done = sum(stage.shards for stage in config.stages[:max(coordinator.stage_index, 0)]) + coordinator.completed
+                finished = config.stages[:max(coordinator.stage_index, 0)]
+                done = sum(stage.shards for stage in finished) + coordinator.completed
                 advance(done - seen[0])
                 seen[0] = done
 

@@ -19,13 +19,15 @@ def register(app: typer.Typer) -> None:
     @app.command(epilog=examples("zdebug observe                # Prometheus on 127.0.0.1:9090 until Ctrl-C",
                                  "zdebug observe --port 0 --no-keep -f oom:5"))
     def observe(
-        fault: list[str] = typer.Option(None, "--fault", "-f", metavar="KIND:TARGET[:OPTS]", help="KIND:TARGET[:OPTIONS], repeatable "
+        fault: list[str] = typer.Option(None, "--fault", "-f", metavar="KIND:TARGET[:OPTS]", help="A fault, repeatable "
                                         "(as in `zdebug demo`). Default: the demo's mixed set."),
         workers: int = typer.Option(4, min=1, metavar="N", help="Worker processes."),
         shards: int = typer.Option(16, min=1, metavar="N", help="Shards in the first stage."),
         rows: int = typer.Option(20_000, min=10, metavar="N", help="Rows per shard."),
-        port: int = typer.Option(9090, min=0, max=65535, metavar="PORT", help="Prometheus port on 127.0.0.1 (0: any free port)."),
-        workdir: Path = typer.Option(None, metavar="DIR", help="Prometheus config and TSDB (default $ZDEBUG_HOME/prometheus)."),
+        port: int = typer.Option(9090, min=0, max=65535, metavar="PORT",
+                                 help="Prometheus port on 127.0.0.1 (0: any free port)."),
+        workdir: Path = typer.Option(None, metavar="DIR",
+                                     help="Prometheus config and TSDB (default $ZDEBUG_HOME/prometheus)."),
         keep: bool = typer.Option(True, help="Keep Prometheus up after the job ends, until Ctrl-C."),
         as_json: bool = JSON,
     ) -> None:
@@ -57,7 +59,8 @@ def register(app: typer.Typer) -> None:
                     "faults": specs, "zdebug": prometheus.target(prom.url, job.execution_id)}
             if not as_json:
                 say(f"[bold]Prometheus[/] {prom.url}/graph  (alerts: {prom.url}/alerts, data in {clean(home)})")
-                say(f"[bold]coordinator[/] {job.url}/metrics  running {job.execution_id} with {clean(', '.join(specs))}")
+                say(f"[bold]coordinator[/] {job.url}/metrics  running {job.execution_id} "
+                    f"with {clean(', '.join(specs))}")
                 say(f"Grafana: provision dashboards/ ({grafana.UID}.json) against {prom.url}")
                 say(f"then: zdebug status '{info['zdebug']}'  (or stragglers, workers, report)")
             result = job.wait()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
@@ -34,7 +34,7 @@ NOTES = {"gil": "--gil keeps only GIL-holding samples: the waiting share is not 
 class _RecordByDefault(TyperGroup):
     """Anything that is not a subcommand goes to `record`."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["record", *args]
         return super().parse_args(ctx, args)
@@ -80,7 +80,8 @@ def register(app: typer.Typer) -> None:
         duration: int = typer.Option(10, min=1, metavar="SECONDS", help="Seconds to sample."),
         rate: int = typer.Option(100, min=1, max=10_000, metavar="HZ", help="Samples per second."),
         gil: bool = typer.Option(False, "--gil", help="Only samples holding the GIL; reports the GIL-holding share."),
-        idle: bool = typer.Option(True, "--idle/--no-idle", help="Sample idle threads too (needed to measure waiting)."),
+        idle: bool = typer.Option(True, "--idle/--no-idle",
+                                  help="Sample idle threads too (needed to measure waiting)."),
         subprocesses: bool = SUBPROCESSES,
         nonblocking: bool = typer.Option(True, "--nonblocking/--blocking", help="--blocking pauses the worker "
                                          "for each sample: exact stacks, much more overhead on a busy host."),

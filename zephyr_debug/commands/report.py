@@ -59,10 +59,11 @@ def register(app: typer.Typer) -> None:
             path.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise ZdebugError(f"{path}: cannot write ({exc.strerror})") from None
-        summary = {"job": ev.job, "report": str(path), "bytes": len(text.encode()),
+        size = len(text.encode())
+        summary = {"job": ev.job, "report": str(path), "bytes": size,
                    "findings": len(parts["findings"]["findings"]),
                    "crash_groups": len(parts["groups"])}
         if as_json:
             print_json(summary)
         else:
-            console().print(f"wrote {summary['bytes'] / 2**20:.1f} MB report: {path}", soft_wrap=True)
+            console().print(f"wrote {size / 2**20:.1f} MB report: {path}", soft_wrap=True)

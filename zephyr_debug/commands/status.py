@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import typer
 
-from zephyr_debug.commands.common import (EXIT_STATUS, JOB_OR_PROMETHEUS, JSON, PROMETHEUS, RUN, TIMEOUT, Default,
-                                          examples, exit_status, job_target, load_evidence)
+from zephyr_debug.commands.common import (
+    EXIT_STATUS,
+    JOB_OR_PROMETHEUS,
+    JSON,
+    PROMETHEUS,
+    RUN,
+    TIMEOUT,
+    Default,
+    examples,
+    exit_status,
+    job_target,
+    load_evidence,
+)
 
 STALL_MINUTES = typer.Option(Default("zephyr_debug.model", "STALL_THRESHOLD_S", scale=1 / 60), metavar="MINUTES",
                              help="No progress for this long = stalled.")

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from zephyr_debug.commands.common import (JOB_OR_PROMETHEUS, JSON, PROMETHEUS, RUN, TIMEOUT, Default, examples,
-                                          job_target, load_evidence)
+from zephyr_debug.commands.common import (
+    JOB_OR_PROMETHEUS,
+    JSON,
+    PROMETHEUS,
+    RUN,
+    TIMEOUT,
+    Default,
+    examples,
+    job_target,
+    load_evidence,
+)
 
 
 def _th(name: str) -> Default:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 import typer
 
 from zephyr_debug.commands.common import JOB, JSON, TIMEOUT, examples, load_evidence
 
 
-class Sort(str, Enum):
+class Sort(StrEnum):
     memory = "memory"
     disk = "disk"
     cpu = "cpu"
@@ -21,7 +21,8 @@ def register(app: typer.Typer) -> None:
                                  "zdebug workers latest --json"))
     def workers(
         job: str = JOB,
-        sort: Sort = typer.Option(Sort.memory, "--sort", metavar="memory|disk|cpu", help="Rank by current/peak memory, disk or CPU."),
+        sort: Sort = typer.Option(Sort.memory, "--sort", metavar="memory|disk|cpu",
+                                  help="Rank by current/peak memory, disk or CPU."),
         top: int = typer.Option(0, min=0, metavar="N", help="Show only the first N (0 = all)."),
         timeout: float = TIMEOUT,
         as_json: bool = JSON,

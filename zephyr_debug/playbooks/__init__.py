@@ -1,4 +1,5 @@
-"""Playbooks: `playbooks/*.md`, one per failure pattern, with TOML front matter.
+"""Playbooks: the `*.md` files of this package, one per failure pattern, with TOML front matter.
+They ship inside the wheel and are read through `importlib.resources`.
 
     +++
     title = "…"
@@ -21,11 +22,12 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
 from zephyr_debug.errors import ZdebugError
 
-ROOT = Path(__file__).resolve().parent.parent / "playbooks"
+ROOT = files(__name__)
 _FRONT = re.compile(r"\A\+\+\+\n(.*?)\n\+\+\+\n", re.S)
 _FENCE = re.compile(r"^```(?:bash|sh|console)\n(.*?)^```", re.S | re.M)
 
@@ -33,7 +35,7 @@ _FENCE = re.compile(r"^```(?:bash|sh|console)\n(.*?)^```", re.S | re.M)
 @dataclass
 class Playbook:
     name: str
-    path: Path
+    path: Traversable
     title: str
     body: str
     faults: list[str] = field(default_factory=list)
@@ -50,7 +52,7 @@ class Playbook:
         return [line for line in lines if line.startswith("zdebug ")]
 
 
-def parse(path: Path) -> Playbook:
+def parse(path: Traversable) -> Playbook:
     text = path.read_text(encoding="utf-8")
     match = _FRONT.match(text)
     if not match:
@@ -59,22 +61,23 @@ def parse(path: Path) -> Playbook:
         meta = tomllib.loads(match.group(1))
     except tomllib.TOMLDecodeError as exc:
         raise ZdebugError(f"{path}: bad front matter ({exc})") from None
-    return Playbook(name=path.stem, path=path, title=meta.get("title", path.stem), body=text[match.end():],
+    name = path.name.removesuffix(".md")
+    return Playbook(name=name, path=path, title=meta.get("title", name), body=text[match.end():],
                     faults=meta.get("faults", []), job=meta.get("job", {}), live=meta.get("live", False),
                     prometheus=meta.get("prometheus", False), settle_s=meta.get("settle_s", 3.0),
                     expect=meta.get("expect", []), causes=meta.get("causes", []))
 
 
-def all_playbooks(root: Path = ROOT) -> list[Playbook]:
-    return [parse(p) for p in sorted(root.glob("*.md")) if p.name != "README.md"]
+def all_playbooks(root: Traversable = ROOT) -> list[Playbook]:
+    return [parse(p) for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".md")]
 
 
-def for_cause(root: Path = ROOT) -> dict[str, str]:
+def for_cause(root: Traversable = ROOT) -> dict[str, str]:
     """Finding cause -> playbook name, from the playbooks' `causes` lists."""
     return {cause: book.name for book in all_playbooks(root) for cause in book.causes}
 
 
-def find(name: str, root: Path = ROOT) -> Playbook:
+def find(name: str, root: Traversable = ROOT) -> Playbook:
     books = {b.name: b for b in all_playbooks(root)}
     if name in books:
         return books[name]
