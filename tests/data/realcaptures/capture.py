@@ -1,0 +1,168 @@
+"""Capture real marin-zephyr runs (fray local backend) with natural variance, as test evidence.
+
+`python tests/data/realcaptures/capture.py [SCENARIO …]` (default: all) runs each scenario in a
+child process (`capture.py --run SCENARIO OUT`) whose stderr, as a user would pull it, becomes
+OUT/coordinator.log; tests/realzephyr.StatusPoller writes status.txt (the last get_status of a
+running stage) and counters.json; the parent then writes OUT/truth.json. Nothing is edited after
+the run. Shards sleep: item counts and per-record times are lognormal from a seeded RNG, so the
+spread is natural and the machine adds its own noise.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))  # tests/: realzephyr's StatusPoller
+
+STUCK_S = 40.0  # the stuck shard blocks this long on its first record
+SKEW = 12  # the skewed shard holds SKEW x the median item count
+ITEMS_SIGMA, COST_SIGMA, JITTER_SIGMA = 0.35, 0.2, 0.3  # lognormal: records per shard, cost per shard, per record
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One capture: the workload, the injected fault and what an expert concludes from its log."""
+
+    name: str
+    shards: int
+    workers: int
+    seed: int
+    item_s: float  # median time per record
+    items: int = 20  # median records per shard
+    fault: str = ""  # skew | stuck | raise | flaky | sigkill | hang
+    shard: int | None = None  # the faulty shard
+    context: dict = field(default_factory=dict)  # extra ZephyrContext arguments
+    expect: tuple = ()  # (shard, cause) pairs the evidence supports
+    job: tuple = ()  # job-level causes
+    info: tuple = ()  # (shard, kind) information, not faults
+
+    def truth(self, stage: str) -> dict:
+        return {"scenario": self.name, "healthy": not (self.expect or self.job),
+                "expect": [{"stage": stage, "shard": s, "cause": c} for s, c in self.expect],
+                "job": list(self.job),
+                "info": [{"stage": stage, "shard": s, "kind": k} for s, k in self.info]}
+
+
+SCENARIOS = {s.name: s for s in [
+    # Natural spread only: log run time sd ~0.4 (wider than the issue's 48 s median / 80 s p99 stage).
+    Scenario("healthy", shards=30, workers=6, seed=11, item_s=0.5),
+    # Shard 33 holds 12x the records at the normal per-record cost; it runs late, in the tail. The
+    # status lines' items= rise at the stage's usual rate while it is alone in flight.
+    Scenario("skew", shards=40, workers=4, seed=23, item_s=0.15, fault="skew", shard=33,
+             expect=((33, "data-skew"),)),
+    # Shard 31 blocks 40 s on its first record; heartbeats continue, items= stays frozen.
+    Scenario("stuck", shards=40, workers=4, seed=37, item_s=0.15, fault="stuck", shard=31,
+             expect=((31, "stuck"),)),
+    # Shard 12 raises on every attempt: abort after 3 task errors.
+    Scenario("crashloop", shards=40, workers=4, seed=41, item_s=0.1, fault="raise", shard=12,
+             context={"max_execution_retries": 0}, expect=((12, "crash-loop"),)),
+    # Shard 9 raises on its first attempt only: the retry succeeds, the job is healthy.
+    Scenario("recovered", shards=30, workers=4, seed=53, item_s=0.1, fault="flaky", shard=9,
+             info=((9, "recovered"),)),
+    # SubprocessRunner: shard 5's child is SIGKILLed on every attempt (MemoryError, abort after 3).
+    Scenario("oom", shards=30, workers=3, seed=61, item_s=0.05, items=10, fault="sigkill", shard=5,
+             context={"max_execution_retries": 0}, expect=((5, "oom"), (5, "crash-loop"))),
+    # Heartbeat timeout (1 s) below the heartbeat interval (5 s) on long shards: every worker is marked
+    # failed while busy, then `No alive workers for …` aborts the pipeline.
+    Scenario("alldead", shards=30, workers=3, seed=71, item_s=0.6, fault="", context={
+        "heartbeat_timeout": 1.0, "no_workers_timeout": 8.0, "max_execution_retries": 0},
+        job=("all-workers-dead",)),
+]}
+
+
+def plan(sc: Scenario) -> list[tuple[int, list[float]]]:
+    """Per shard: its record times (lognormal count, per-shard cost and per-record jitter)."""
+    rng = random.Random(sc.seed)
+    spec = []
+    for shard in range(sc.shards):
+        n = max(1, round(rng.lognormvariate(math.log(sc.items), ITEMS_SIGMA)))
+        cost = rng.lognormvariate(math.log(sc.item_s), COST_SIGMA)
+        if sc.fault == "skew" and shard == sc.shard:
+            n, cost = SKEW * sc.items, sc.item_s  # far more records at the normal cost
+        spec.append((shard, [cost * rng.lognormvariate(0, JITTER_SIGMA) for _ in range(n)]))
+    return spec
+
+
+_failed_once: set[int] = set()  # the flaky shard's first attempt (workers are threads of this process)
+
+
+def record(item: tuple[int, int, float], fault: str, faulty: int | None) -> int:
+    shard, i, seconds = item
+    if shard == faulty and i == 3:
+        if fault == "raise":
+            raise ValueError(f"bad record {shard}:{i}: schema mismatch (field 'ts' is a string)")
+        if fault == "flaky" and shard not in _failed_once:
+            _failed_once.add(shard)
+            raise ConnectionError(f"transient read error on record {shard}:{i}: connection reset by peer")
+    if shard == faulty and i == 1 and fault == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if shard == faulty and i == 0 and fault == "stuck":
+        time.sleep(STUCK_S)
+    time.sleep(seconds)
+    return i
+
+
+def run(sc: Scenario, out: Path) -> None:
+    """The child: one real pipeline, logs on stderr."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from realzephyr import StatusPoller
+    from zephyr import Dataset, ZephyrContext
+    from zephyr.runners import SubprocessRunner
+
+    fault, faulty = sc.fault, sc.shard
+    ds = (Dataset.from_list(plan(sc))
+          .flat_map(lambda s: [(s[0], i, t) for i, t in enumerate(s[1])])
+          .map(lambda item: record(item, fault, faulty)))
+    factory = (lambda n: SubprocessRunner(num_workers=n)) if fault == "sigkill" else None
+    ctx = ZephyrContext(max_workers=sc.workers, stage_runner_factory=factory, **sc.context)
+    poller = StatusPoller(out)
+    poller.start()
+    try:
+        ctx.execute(ds)
+    except Exception as exc:  # the abort is what some scenarios capture
+        print(f"pipeline failed: {type(exc).__name__}", file=sys.stderr)
+    finally:
+        poller.stop.set()
+        poller.join()
+
+
+def capture(sc: Scenario, out: Path) -> float:
+    """Run `sc` in a child process into `out`; write truth.json; return the wall time."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.iterdir():
+        old.unlink()
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory() as marin, open(out / "coordinator.log", "wb") as log:
+        subprocess.run([sys.executable, __file__, "--run", sc.name, str(out)], stdout=log,
+                       stderr=subprocess.STDOUT, env={**os.environ, "MARIN_PREFIX": marin},
+                       check=True, timeout=300)
+    wall = time.monotonic() - start
+    status = json.loads((out / "status.txt").read_text())
+    stage = status.split("stage='", 1)[1].split("'", 1)[0]
+    (out / "truth.json").write_text(json.dumps(sc.truth(stage), indent=1, ensure_ascii=False) + "\n")
+    return wall
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--run"]:
+        run(SCENARIOS[argv[1]], Path(argv[2]))
+        return
+    for name in argv or SCENARIOS:
+        wall = capture(SCENARIOS[name], HERE / name)
+        print(f"{name}: {wall:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

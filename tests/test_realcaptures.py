@@ -1,0 +1,111 @@
+"""Real marin-zephyr captures (tests/data/realcaptures/, made by its capture.py) read by zdebug.
+
+Each capture holds what a user would have (coordinator.log as captured from stderr, a get_status
+snapshot, counters) and truth.json: the (stage, shard, cause) findings an expert concludes from
+that evidence, job-level causes, and information (a recovered shard). The analysis must report
+exactly those: no other warning/error finding. Nobody tuned the rules to these logs.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from zephyr_debug.sources import load
+
+CAPTURES = Path(__file__).parent / "data" / "realcaptures"
+NAMES = sorted(p.name for p in CAPTURES.iterdir() if (p / "truth.json").is_file())
+LIVE = "crashloop"  # the fastest scenario (~30 s), re-run live by the slow test
+SEVERE = ("error", "warning")  # Finding severities that report a fault (the rest is information)
+
+
+class Seen(NamedTuple):
+    kind: str
+    causes: tuple[str, ...]
+    severity: str
+    stage: str | None
+    shard: int | None
+    shards: tuple[int, ...]
+
+
+def findings(ev) -> list[Seen]:
+    """The analysis pass's findings, causes limited to the vocabulary; until `analyze.analysis`
+    exists, the stragglers analyzer's (every one a warning)."""
+    if importlib.util.find_spec("zephyr_debug.analyze.analysis") is None:
+        from zephyr_debug.analyze.stragglers import analyze
+
+        return [Seen(f["cause"], tuple(f["causes"]), "warning", f["stage"], f["shard"], (f["shard"],))
+                for f in analyze(ev)["findings"]]
+    from zephyr_debug.analyze.analysis import analyze
+    from zephyr_debug.findings import CAUSES
+
+    return [Seen(f.kind, tuple(c for c in f.causes or (f.kind,) if c in CAUSES), f.severity, f.stage, f.shard,
+                 f.all_shards) for f in analyze(ev).findings]
+
+
+@functools.cache
+def truth(name: str) -> dict:
+    return json.loads((CAPTURES / name / "truth.json").read_text())
+
+
+@functools.cache
+def seen(name: str) -> list[Seen]:
+    return findings(load(str(CAPTURES / name)))
+
+
+def test_captures_are_committed():
+    assert {"healthy", "skew", "stuck", "crashloop"} <= set(NAMES)
+    for name in NAMES:
+        assert sum(f.stat().st_size for f in (CAPTURES / name).iterdir()) < 1 << 20
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shard_findings_match_the_truth(name):
+    want = {(e["stage"], e["shard"], e["cause"]) for e in truth(name)["expect"]}
+    got = {(f.stage, s, c) for f in seen(name) if f.shard is not None and f.severity in SEVERE
+           for s in f.shards for c in f.causes}
+    assert got == want, f"{name}: reported {sorted(got)}, truth {sorted(want)}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_job_findings_match_the_truth(name):
+    got = {c for f in seen(name) if f.shard is None and f.severity in SEVERE for c in f.causes}
+    assert got == set(truth(name)["job"]), f"{name}: job-level {sorted(got)}"
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if truth(n)["healthy"]])
+def test_healthy_captures_have_no_warning(name):
+    assert [f for f in seen(name) if f.severity in SEVERE] == []
+
+
+@pytest.mark.parametrize("name,info", [(n, i) for n in NAMES for i in truth(n)["info"]])
+def test_recovered_shards_are_information(name, info):
+    assert any(f.kind == info["kind"] and f.severity not in SEVERE and info["shard"] in f.shards
+               for f in seen(name)), f"{name}: shard {info['shard']} not reported as {info['kind']}"
+
+
+def shape(ev, truth: dict) -> dict:
+    """What must not drift between a committed capture and a fresh run of its scenario."""
+    faulty = {e["shard"] for e in truth["expect"] + truth["info"]}
+    attempts = ev.attempts
+    return {"state": ev.state, "stages": sorted(set(attempts["stage"].dropna())),
+            "total": int(ev.status["total"].max()), "shards": int(attempts["shard"].nunique()),
+            "faulty": {s: sorted(attempts[attempts["shard"] == s]["outcome"]) for s in sorted(faulty)},
+            "fatal": (ev.fatal_error or "").split(",")[0]}
+
+
+@pytest.mark.slow
+@pytest.mark.zephyr
+def test_a_fresh_capture_has_the_committed_shape(tmp_path):
+    spec = importlib.util.spec_from_file_location("capture", CAPTURES / "capture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.capture(module.SCENARIOS[LIVE], tmp_path)
+    committed = truth(LIVE)
+    assert json.loads((tmp_path / "truth.json").read_text()) == committed
+    assert shape(load(str(tmp_path)), committed) == shape(load(str(CAPTURES / LIVE)), committed)
