@@ -191,17 +191,18 @@ def test_bad_input_is_skipped_and_counted_never_a_traceback(zdebug, tmp_path, co
 
 def test_missing_inputs_are_one_line_errors(zdebug, tmp_path):
     (tmp_path / "empty").mkdir()
-    for args in (["crashes", str(tmp_path / "nope.log")], ["crashes", "normalize", str(tmp_path / "nope.txt")],
-                 ["crashes", str(tmp_path / "empty")], ["crashes", "a", "b"]):
+    for args, exit_code in ((["crashes", str(tmp_path / "nope.log")], 3),
+                            (["crashes", "normalize", str(tmp_path / "nope.txt")], 3),
+                            (["crashes", str(tmp_path / "empty")], 3), (["crashes", "a", "b"], 2)):
         code, _, err = zdebug(*args)
-        assert code == 2, args
+        assert code == exit_code, args
         assert err.count(b"\n") == 1 and err.startswith(b"zdebug: error:"), err
 
 
 def test_the_installed_entry_point_prints_one_line_errors(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "crashes", str(tmp_path / "nope.log")],
                           capture_output=True, timeout=300)
-    assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1 and b"nope.log" in proc.stderr
+    assert proc.returncode == 3 and proc.stderr.count(b"\n") == 1 and b"nope.log" in proc.stderr
 
 
 def test_iris_get_task_logs_json_goes_through_the_evidence_loader(zdebug, tmp_path):

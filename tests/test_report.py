@@ -107,8 +107,11 @@ def test_evidence_text_cannot_inject_markup():
     evil = "w</script><script>alert(1)</script><b>"
     ev.attempts["worker"] = ev.attempts["worker"].replace("zephyr-job-p0-workers-1", evil)
     ev.samples["worker"] = ev.samples["worker"].replace("zephyr-job-p0-workers-1", evil)
-    groups = [{"fingerprint": "f", "count": 1, "kind": "task", "exception": "E<img src=x>", "message": evil,
-               "frames": [], "shards": [1], "workers": [evil], "example": evil}]
+    from zephyr_debug.crashes.cluster import cluster
+    from zephyr_debug.crashes.fingerprint import Fingerprinter
+    from zephyr_debug.model import Crash
+
+    groups = cluster([Crash(text=f"E<img src=x>: {evil}", source=evil, shard=1, worker=evil)], Fingerprinter())
     text = render(ev, analyses(ev)["findings"], groups)
     assert "alert(1)</script>" not in text and "<img src=x>" not in text
     assert text.count("<script") == 2 + text.count('<div class="plot"')  # plotly.js, the figure specs, the drawer

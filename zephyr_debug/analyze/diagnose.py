@@ -13,7 +13,7 @@ SEVERITY = ["aborted", "all-workers-dead", "oom", "crash-loop", "stalled", "stuc
             "infra-crash", "slow-worker", "data-skew"]
 
 
-def diagnose(ev: Evidence, crash_groups: list[dict], th: stragglers.Thresholds = stragglers.Thresholds(),
+def diagnose(ev: Evidence, crash_groups: list, th: stragglers.Thresholds = stragglers.Thresholds(),
              stall_threshold_s: float = STALL_THRESHOLD_S) -> dict:
     status = summarize(ev, stall_threshold_s)
     job = ev.job
@@ -32,13 +32,13 @@ def diagnose(ev: Evidence, crash_groups: list[dict], th: stragglers.Thresholds =
                               f["evidence"], nxt, shard=f["shard"], worker=f["worker"], stage=f["stage"],
                               elapsed_s=f["elapsed_s"]))
     for g in crash_groups:
-        cause = "infra-crash" if g["kind"] == "infra" else "crash-group"
-        what = ": ".join(x for x in (g["exception"], g["message"]) if x) or g["kind"]
-        evidence = [f"{g['count']} crash(es) of kind {g['kind']} on shard(s) {_few(g['shards'])}, "
-                    f"worker(s) {_few(g['workers'])}"]
-        evidence += [f"deterministic: shard {d['shard']} crashed on {d['attempts']} attempts" for d in g["deterministic"]]
-        found.append(_finding(cause, f"{g['count']}× {what}", evidence, [f"zdebug crashes {job} --dedupe"],
-                              count=g["count"], fingerprint=g["fingerprint"]))
+        cause = "infra-crash" if g.kind == "infra" else "crash-group"
+        what = ": ".join(x for x in (g.exception, g.message) if x) or g.kind
+        evidence = [f"{g.count} crash(es) of kind {g.kind} on shard(s) {_few(list(g.shards))}, "
+                    f"worker(s) {_few(list(g.workers))}"]
+        evidence += [f"deterministic: shard {d.shard} crashed on {d.attempts} attempts" for d in g.deterministic]
+        found.append(_finding(cause, f"{g.count}× {what}", evidence, [f"zdebug crashes {job} --dedupe"],
+                              count=g.count, fingerprint=g.fingerprint))
     books = playbooks.for_cause()
     found.sort(key=lambda f: (SEVERITY.index(f["cause"]), -(f.get("count") or 0), -(f.get("elapsed_s") or 0)))
     for rank, f in enumerate(found, 1):

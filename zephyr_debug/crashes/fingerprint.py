@@ -18,6 +18,7 @@ import re
 import signal as signals
 from typing import NamedTuple
 
+from zephyr_debug import zephyrlog
 from zephyr_debug.crashes.normalize import EXCEPTION_LINE, Normalizer, rules
 
 # `  File "p", line 3, in f` (traceback) and `  File "p", line 3 in f` (faulthandler), plus the
@@ -27,7 +28,7 @@ FRAMES = re.compile(r'File "([^"]*)", line \d+,? in ([^\n]*)\n(?:[ \t]++(?!File 
 BLOCK = re.compile(r"Traceback \(most recent call last\):\n((?:[ \t][^\n]*\n)*)([^\n]*)")
 FATAL = "Fatal Python error: "
 DUMP_STARTS = (FATAL, "Current thread 0x", "Thread 0x", "Stack (most recent call first)")
-IRIS_PREFIX = re.compile(r"^\[\d\d:\d\d:\d\d\] task=\S+ \| ", re.M)
+IRIS_PREFIX = re.compile(zephyrlog.IRIS_PREFIX_RE.pattern, re.M)
 CHAINED = ("\nThe above exception was the direct cause", "\nDuring handling of the above exception")
 GROUP_PREFIX = re.compile(r"^\s*[|+] ?")
 GROUP_SEPARATOR = re.compile(r"^\s*\+-")
@@ -37,7 +38,6 @@ KINDS = ("task", "infra", "oom", "segv", "exit")
 MAX_SHOWN_FRAMES = 8
 TRUNCATED = "TruncatedTraceback"  # a traceback cut before its exception line
 LOST_TYPE = {"infra": "WorkerLost", "oom": "MemoryError"}  # crashes that are no exception
-EXIT_CODE = re.compile(r"exited with code (-?\d+)|\(returncode (-?\d+)\)")
 MAX_RAW = 500  # characters of a raw message kept
 
 
@@ -269,7 +269,7 @@ def _kind(exc_type: str, message: str, given: str | None) -> str:
 
 
 def _exit_code(text: str) -> int | None:
-    match = EXIT_CODE.search(text)
+    match = zephyrlog.RETURNCODE_RE.search(text)
     return None if match is None else int(match.group(1) or match.group(2))
 
 

@@ -11,37 +11,43 @@ shard, attempt and worker. Memory is bounded: a report keeps at most MAX_REPORT_
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
 from dataclasses import dataclass
 
+from zephyr_debug import zephyrlog
 from zephyr_debug.model import Crash
 
 MAX_LINE = 16_384  # longer lines are cut
 MAX_REPORT_LINES = 2_000  # a report keeps its first lines only
 MAX_MESSAGE_LINES = 50  # continuation lines of a multi-line exception message
 
-# A new log record: (timestamp group, message group). Python logging and glog-like.
-RECORD = re.compile(
-    r"^(?:(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:,\d{3})? (?:DEBUG|INFO|WARNING|ERROR|CRITICAL|FATAL) [\w.\-]+: ?"
-    r"|[IWEF](\d{8} \d{2}:\d{2}:\d{2})(?:\.\d+)? +\d+ [\w.\-]+(?:\.\w+:\d+\])? )(.*)$")
-# Iris' `job logs` prefix: raw process output follows (not a new record).
-IRIS = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] task=\S+ \| ")
+# A new log record (Python logging, glog-like) and Iris' `job logs` prefix (raw output follows).
+RECORD = zephyrlog.RECORD_RE
+IRIS = zephyrlog.IRIS_PREFIX_RE
 TRACEBACK_START = re.compile(r"^(?:\s*\+ )?(?:Exception Group )?Traceback \(most recent call last\):")
 FAULT_START = re.compile(r"^(?:Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-fA-F]+ |Stack \(most recent call first\))")
 FAULT_BODY = re.compile(r"^(?:$|\s+File \"|\s+<no Python frame>|\s+\.\.\.|\s+Garbage-collecting|Current thread |Thread 0x|"
                         r"Stack \(most|<Cannot show|Python runtime state:|Fatal Python error:)")
 CHAIN = ("The above exception was the direct cause of the following exception:",
          "During handling of the above exception, another exception occurred:")
-EXECUTING = re.compile(r"\[([^\]]+)\] Executing stage (.+?) shard (\d+) \(attempt (\d+)\)")
-WORKER_ERROR = re.compile(r"Worker (\S+) error on shard (\d+)")
-ZEPHYR_ONE_LINE = re.compile(r"((?:MemoryError|RuntimeError): )?Subprocess for shard (\d+) "
-                             r"(?:was killed by SIGKILL|exited with code -?\d+)[^\n]*")
+EXECUTING = re.compile(zephyrlog.EXECUTING.pattern.decode())
+WORKER_ERROR = re.compile(zephyrlog.WORKER_ERROR.pattern.decode())
+
+
+def _one_line(fmt: str, shard_group: str) -> str:
+    """A regex for one of Zephyr's subprocess-runner errors, from its format (up to ` (` or `;`)."""
+    head = re.escape(re.split(r" \(|;", fmt, maxsplit=1)[0])
+    return head.replace(r"\{shard\}", rf"(?P<{shard_group}>\d+)").replace(r"\{code\}", r"-?\d+")
+
+
+# Zephyr's SIGKILL MemoryError / exit-code RuntimeError, with or without the exception type.
+ZEPHYR_ONE_LINE = re.compile(rf"(?P<type>(?:MemoryError|RuntimeError): )?(?:{_one_line(zephyrlog.OOM_ERROR, 'shard')}|"
+                             rf"{_one_line(zephyrlog.EXIT_ERROR, 'shard2')})[^\n]*")
 # A line holding none of these cannot start a report nor name a shard: skipped without a regex.
 TRIGGERS = ("Traceback (", "Fatal Python error", "thread 0x", "Thread 0x", "Stack (most", "Subprocess for shard",
             "due to infra failure", "Executing stage", "error on shard")
-INFRA_REQUEUE = re.compile(r"Shard (\d+) requeued from worker (\S+) due to infra failure[^\n]*")
+INFRA_REQUEUE = re.compile(zephyrlog.INFRA_REQUEUE.pattern.decode().split(" due to infra failure")[0]
+                           + r" due to infra failure[^\n]*")
 
 
 @dataclass
@@ -79,20 +85,17 @@ class _Context:
     @property
     def ts(self) -> float | None:
         if self._parsed[0] is not self.record:
-            record = RECORD.match(self.record or "")
-            ts = None
-            if record is not None:
-                stamp = record.group(1) or record.group(2)
-                ts = parse_ts(stamp, "%Y-%m-%d %H:%M:%S" if record.group(1) else "%Y%m%d %H:%M:%S")
+            ts = record_ts(RECORD.match(self.record or ""))
             self._parsed = (self.record, ts if ts is not None else self._parsed[1])
         return self._parsed[1]
 
     def see(self, message: str) -> None:
         if "Executing stage" in message and (m := EXECUTING.search(message)):
-            self.worker, self.stage, self.shard, self.attempt = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
+            self.worker, self.stage = m["worker"], m["stage"]
+            self.shard, self.attempt = int(m["shard"]), int(m["attempt"])
         elif "error on shard" in message and (m := WORKER_ERROR.search(message)):
-            if int(m.group(2)) != self.shard or m.group(1) != self.worker:
-                self.worker, self.shard, self.attempt = m.group(1), int(m.group(2)), None
+            if int(m["shard"]) != self.shard or m["worker"] != self.worker:
+                self.worker, self.shard, self.attempt = m["worker"], int(m["shard"]), None
 
 
 def decode_lines(raw: Iterable[bytes], stats: Stats) -> Iterator[str]:
@@ -141,7 +144,7 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
             cur = None
         if record is not None:
             ctx.record = line
-            line = record.group(3)
+            line = record["message"]
             ctx.see(line)
         if TRACEBACK_START.match(line):
             cur = _Open("traceback", lineno, [line], "frames", group=line[0] != "T",
@@ -149,10 +152,10 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
         elif FAULT_START.match(line):
             cur = _Open("fault", lineno, [line], "body")
         elif "Subprocess for shard" in line and (m := ZEPHYR_ONE_LINE.search(line)):
-            text = m.group(0) if m.group(1) else ("MemoryError: " if "SIGKILL" in line else "RuntimeError: ") + m.group(0)
-            yield _crash(text, source, lineno, ctx, stats, shard=int(m.group(2)))
+            text = m.group(0) if m["type"] else ("MemoryError: " if "SIGKILL" in line else "RuntimeError: ") + m.group(0)
+            yield _crash(text, source, lineno, ctx, stats, shard=int(m["shard"] or m["shard2"]))
         elif "due to infra failure" in line and (m := INFRA_REQUEUE.search(line)):
-            yield _crash(m.group(0), source, lineno, ctx, stats, shard=int(m.group(1)), worker=m.group(2),
+            yield _crash(m.group(0), source, lineno, ctx, stats, shard=int(m["shard"]), worker=m["worker"],
                          kind="infra")
         prev = line
     if cur is not None and not cur.restated:
@@ -224,13 +227,13 @@ def _crash(text: str, source: str, lineno: int, ctx: _Context, stats: Stats, sha
                  worker=worker or (ctx.worker if same_shard else None), kind=kind, ts=ctx.ts)
 
 
-@lru_cache(maxsize=4096)
-def parse_ts(stamp: str, fmt: str) -> float | None:
-    """A log timestamp (local time, as Python logging writes it) as unix seconds."""
-    try:
-        return time.mktime(time.strptime(stamp, fmt))
-    except (ValueError, OverflowError):
+def record_ts(record: re.Match | None) -> float | None:
+    """Unix seconds of a log record's prefix time (zephyrlog's one time-zone rule)."""
+    if record is None:
         return None
+    if record["date"]:
+        return zephyrlog.naive_epoch(record["date"], record["time"])
+    return zephyrlog.naive_epoch(record["gdate"], record["gtime"])
 
 
 def coalesce(crashes: Iterable[Crash]) -> Iterator[Crash]:

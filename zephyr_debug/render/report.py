@@ -68,9 +68,9 @@ class Limits:
     tail_shades: int = 200  # tail episodes shaded
 
 
-def render(ev: Evidence, findings: dict, groups: list[dict], limits: Limits = Limits()) -> str:
+def render(ev: Evidence, findings: dict, groups: list, limits: Limits = Limits()) -> str:
     """The HTML page. `findings` is `analyze.stragglers.analyze`'s result (findings and tail
-    episodes), `groups` the crash groups (`crashes.cluster.Group.to_dict()`)."""
+    episodes), `groups` the crash groups (`crashes.cluster.CrashGroup`s)."""
     t0 = _origin(ev)
     notes: list[str] = []
     flagged, episodes = findings["findings"], findings["tail"]
@@ -302,16 +302,16 @@ def _episodes(episodes: list[dict], t0: float) -> str:
                                               "shards"], rows)
 
 
-def _crashes(groups: list[dict]) -> str:
+def _crashes(groups: list) -> str:
     if not groups:
         return "<h2>Crash groups</h2><p>No crashes.</p>"
-    parts = [f"<h2>Crash groups ({len(groups)}, {sum(g['count'] for g in groups)} crashes)</h2>"]
+    parts = [f"<h2>Crash groups ({len(groups)}, {sum(g.count for g in groups)} crashes)</h2>"]
     for i, g in enumerate(groups):
-        shards = ", ".join(map(str, g["shards"][:20])) + (" …" if len(g["shards"]) > 20 else "")
+        shards = ", ".join(map(str, g.shards[:20])) + (" …" if len(g.shards) > 20 else "")
         parts.append(
-            f"<details{' open' if i < 3 else ''}><summary><b>{g['count']}×</b> <code>{_e(g['kind'])}</code> "
-            f"{_e(g['exception'])}: {_e(g['message'])} <span class=\"muted\">· shards {_e(shards or '-')} · "
-            f"{len(g['workers'])} worker(s) · {_e(g['fingerprint'])}</span></summary><pre>{_e(g['example'])}</pre>"
+            f"<details{' open' if i < 3 else ''}><summary><b>{g.count}×</b> <code>{_e(g.kind)}</code> "
+            f"{_e(g.exception)}: {_e(g.message)} <span class=\"muted\">· shards {_e(shards or '-')} · "
+            f"{len(g.workers)} worker(s) · {_e(g.fingerprint)}</span></summary><pre>{_e(g.example)}</pre>"
             "</details>")
     return "".join(parts)
 
