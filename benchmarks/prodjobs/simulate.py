@@ -204,12 +204,12 @@ class _Sim:
             elif kind == "infra":
                 a = data[0]
                 infra_fail[a.shard] += 1
-                a.requeue = (task_fail[a.shard], infra_fail[a.shard], task_fail[a.shard] + infra_fail[a.shard])
                 self._death(a.worker, a.died, ts, data[1], push)
-                if infra_fail[a.shard] >= MAX_SHARD_INFRA_FAILURES:
+                if infra_fail[a.shard] >= MAX_SHARD_INFRA_FAILURES:  # the abort line, no requeue line
                     self.abort = {"kind": "infra", "stage": st.index, "shard": a.shard, "worker": a.worker,
                                   "n": infra_fail[a.shard], "ts": ts}
                     return "failed"
+                a.requeue = (task_fail[a.shard], infra_fail[a.shard], task_fail[a.shard] + infra_fail[a.shard])
                 queue.append(a.shard)
                 self._wake(idle, ts, push)
                 self._no_alive(ts, push)

@@ -95,7 +95,7 @@ def _lines(run: Run, variant: str) -> _Lines:
         for back in life.returns:
             L.add(back, "coord", "INFO", zl.REREGISTERING.format(worker=ids[life.index]))
     for life in run.workers:
-        for died, found in zip(life.died, life.deaths):
+        for died, found in zip(life.died, life.deaths, strict=True):
             L.add(found, "coord", "WARNING", zl.HEARTBEAT_TIMEOUT.format(worker=ids[life.index], secs=found - died))
     for st in run.stages:
         L.add(st.start, "coord", "INFO", zl.STAGE_START.format(exec=ex, stage=st.name, ops=_ops(sc, st.index),
@@ -350,7 +350,8 @@ def list_tasks(run: Run) -> dict:
             "exit_code": (137 if oom else -1) if gone else 0, "error": error if gone else "",
             "started_at": {"epoch_ms": int((life.returns[-1] if life.returns else life.registered) * 1000)},
             "current_attempt_id": len(life.deaths), "attempts": attempts,
-            "resource_usage": {"memory_mb": str(0 if gone else int(memory)), "disk_mb": str(int(rnd.uniform(800, 2400))),
+            "resource_usage": {"memory_mb": str(0 if gone else int(memory)),
+                               "disk_mb": str(int(rnd.uniform(800, 2400))),
                                "cpu_millicores": 0 if gone else int(rnd.uniform(600, 990)),
                                "memory_peak_mb": str(16384 if oom else int(memory * 1.3)), "process_count": 1},
         })
