@@ -156,6 +156,8 @@ FAILURE_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"exited with code -11|Segmentation fault"), "segv"),
     (re.compile(r"exited with code -?\d+|Fatal Python error"), "exit"))
 RETURNCODE_RE = re.compile(r"returncode (-?\d+)|exited with code (-?\d+)")
+# The shard a fatal_error names (task abort, infra abort, and their older forms).
+ABORT_SHARD_RE = re.compile(r"Shard (?P<shard>\d+) (?:failed \d+ times|has failed|crashed its worker|has been in flight)")
 
 # -- line prefixes and time ----------------------------------------------------------------
 # Optional Iris `[hh:mm:ss] task=… | `, then Python logging or glog-like time.

@@ -3,12 +3,36 @@ none queued (`in_flight > 0 and queue_depth == 0`), i.e. it waits on stragglers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
+from zephyr_debug.findings import clean_number
 from zephyr_debug.model import Evidence
 
 MAX_LISTED_SHARDS = 20
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One span of a stage's tail."""
+
+    stage: str
+    start: float
+    end: float
+    duration_s: float
+    share: float | None  # of the stage's wall time
+    in_flight: int
+    ongoing: bool  # the job still runs and the stage is still in this tail
+    shards: tuple[int, ...]  # the first MAX_LISTED_SHARDS shards in flight during it
+    n_shards: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stage": self.stage, "start": self.start, "end": self.end, "duration_s": clean_number(self.duration_s),
+                "share": clean_number(self.share), "in_flight": self.in_flight, "ongoing": self.ongoing,
+                "shards": list(self.shards), "n_shards": self.n_shards}
 
 
 def stage_bounds(ev: Evidence) -> pd.DataFrame:
@@ -28,7 +52,7 @@ def stage_bounds(ev: Evidence) -> pd.DataFrame:
     return out[["start", "end", "wall_s"]]
 
 
-def episodes(ev: Evidence) -> list[dict]:
+def episodes(ev: Evidence) -> list[Episode]:
     """Each tail episode: stage, start, duration_s, share of the stage's wall time, shards in flight."""
     st = ev.status
     if not len(st):
@@ -53,9 +77,12 @@ def episodes(ev: Evidence) -> list[dict]:
     eps["duration_s"] = (eps["end"] - eps["start"]).clip(lower=0)
     wall = eps["stage"].map(bounds["wall_s"])
     eps["share"] = (eps["duration_s"] / wall.where(wall > 0)).clip(upper=1.0)
-    return [{"stage": r.stage, "start": r.start, "end": r.end, "duration_s": round(r.duration_s, 3),
-             "share": None if np.isnan(r.share) else round(r.share, 3), "in_flight": int(r.in_flight),
-             "ongoing": bool(np.isnan(r.next_ts)) and ev.state == "running", **_involved(ev, r)}
+    finished = {s.name for s in ev.stages if s.end_ts is not None}
+    current = st["stage"].iloc[-1]
+    return [Episode(stage=r.stage, start=float(r.start), end=float(r.end), duration_s=round(r.duration_s, 3),
+                    share=None if np.isnan(r.share) else round(r.share, 3), in_flight=int(r.in_flight),
+                    ongoing=bool(np.isnan(r.next_ts)) and ev.state == "running" and r.stage == current
+                    and r.stage not in finished, **_involved(ev, r))
             for r in eps.itertuples()]
 
 
@@ -63,9 +90,9 @@ def _involved(ev: Evidence, ep) -> dict:
     """Shards whose attempt overlapped the episode."""
     a = ev.attempts
     if not len(a):
-        return {"shards": [], "n_shards": 0}
+        return {"shards": (), "n_shards": 0}
     a = a[a["stage"] == ep.stage]
     start = pd.to_numeric(a["start_ts"], errors="coerce")
     end = pd.to_numeric(a["end_ts"], errors="coerce").fillna(np.inf)
     shards = np.unique(a.loc[(start < ep.end) & (end > ep.start), "shard"].dropna().astype(int))
-    return {"shards": shards[:MAX_LISTED_SHARDS].tolist(), "n_shards": int(len(shards))}
+    return {"shards": tuple(shards[:MAX_LISTED_SHARDS].tolist()), "n_shards": int(len(shards))}

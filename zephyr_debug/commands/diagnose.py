@@ -20,14 +20,13 @@ def register(app: typer.Typer) -> None:
         timeout: float = TIMEOUT,
         as_json: bool = JSON,
     ) -> None:
-        """What is wrong with a job, most urgent first, with the playbook and next command for each."""
-        from zephyr_debug.analyze.diagnose import diagnose as run_diagnosis
-        from zephyr_debug.crashes.cluster import job_groups
+        """What is wrong with a job, most costly first, with the playbook and next command for each."""
+        from zephyr_debug.analyze.analysis import analyze
+        from zephyr_debug.analyze.thresholds import Thresholds
         from zephyr_debug.render import diagnose as view
         from zephyr_debug.render.output import print_json
 
-        ev = load_evidence(job, as_json)
-        result = run_diagnosis(ev, job_groups(ev), stall_threshold_s=stall_minutes * 60)
-        print_json(result) if as_json else view.render(result)
+        result = analyze(load_evidence(job, as_json), Thresholds(stall_s=stall_minutes * 60), target=job)
+        print_json(result.to_json()) if as_json else view.render(result)
         if exit_with_status:
-            raise typer.Exit(exit_status(result["state"], has_errors=False))
+            raise typer.Exit(exit_status(result.state, has_errors=result.has_errors))

@@ -36,12 +36,16 @@ def register(app: typer.Typer) -> None:
         timeout: float = TIMEOUT,
         as_json: bool = JSON,
     ) -> None:
-        """Status of a job and what looks wrong with it."""
-        from zephyr_debug.analyze.status import summarize
+        """Status of a job, the outcome in one line and the worst findings."""
+        from zephyr_debug.analyze.analysis import analyze
+        from zephyr_debug.analyze.liveness import listing
+        from zephyr_debug.analyze.thresholds import Thresholds
         from zephyr_debug.render import status as view
         from zephyr_debug.render.output import print_json
 
-        summary = summarize(load_evidence(job_target(job, prometheus, run), as_json), stall_minutes * 60)
-        print_json(summary) if as_json else view.render(summary)
+        target = job_target(job, prometheus, run)
+        ev = load_evidence(target, as_json)
+        result = analyze(ev, Thresholds(stall_s=stall_minutes * 60), target=job or target)
+        print_json(result.status_json(listing(ev))) if as_json else view.render(result)
         if exit_with_status:
-            raise typer.Exit(exit_status(summary["state"], has_errors=False))
+            raise typer.Exit(exit_status(result.state, has_errors=result.has_errors))

@@ -3,34 +3,55 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import typer
 
 from zephyr_debug.commands.common import JOB, JSON, TIMEOUT, examples
 from zephyr_debug.errors import ZdebugError
+from zephyr_debug.findings import SCHEMA_VERSION
 
 if TYPE_CHECKING:
+    from zephyr_debug.analyze.analysis import Analysis
     from zephyr_debug.model import Evidence
 
 TOP_WORKERS = 5
 NEWEST_FAILURES = 5
 
 
-def snapshot(ev: Evidence, interval_s: float) -> dict:
-    """Status, stragglers, top workers by memory and the newest failed attempts."""
+@dataclass(frozen=True)
+class Snapshot:
+    """One frame of `watch`: the job's one analysis, its top workers and newest failures."""
+
+    analysis: Analysis
+    workers: dict
+    failures: list[dict]
+    worker_list: list[dict]
+    now: float
+    interval_s: float
+
+    def to_json(self) -> dict:
+        a = self.analysis
+        return {"schema_version": SCHEMA_VERSION, "job": a.job, "source": a.source, "now": self.now,
+                "interval_s": self.interval_s, "status": a.status_json(self.worker_list),
+                "stragglers": a.stragglers_json(), "workers": self.workers, "failures": self.failures}
+
+
+def snapshot(ev: Evidence, interval_s: float, target: str) -> Snapshot:
+    """The analysis, top workers by memory and the newest failed attempts."""
     import pandas as pd
 
-    from zephyr_debug.analyze.status import summarize
-    from zephyr_debug.analyze.stragglers import analyze
+    from zephyr_debug.analyze.analysis import analyze
+    from zephyr_debug.analyze.liveness import listing
     from zephyr_debug.analyze.workers import rank
 
     a = ev.attempts
     failed = a[a["outcome"] == "failed"].sort_values("end_ts", ascending=False).head(NEWEST_FAILURES)
     failures = failed[["end_ts", "stage", "shard", "attempt", "worker", "kind", "error"]]
-    return {"job": ev.job, "source": ev.source, "now": ev.now, "interval_s": interval_s,
-            "status": summarize(ev), "stragglers": analyze(ev), "workers": rank(ev, "memory", TOP_WORKERS),
-            "failures": failures.astype(object).where(pd.notna(failures), None).to_dict("records")}
+    return Snapshot(analyze(ev, target=target), rank(ev, "memory", TOP_WORKERS),
+                    failures.astype(object).where(pd.notna(failures), None).to_dict("records"), listing(ev),
+                    ev.now, interval_s)
 
 
 def register(app: typer.Typer) -> None:
@@ -52,9 +73,9 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render.output import console, print_json
         from zephyr_debug.sources import load
 
-        snap = snapshot(load(url), interval)
+        snap = snapshot(load(url), interval, url)
         if as_json:
-            print_json(snap)
+            print_json(snap.to_json())
             return
         con = console()
         if once:
@@ -62,15 +83,15 @@ def register(app: typer.Typer) -> None:
             return
         try:
             with Live(view.screen(snap), console=con, auto_refresh=False, transient=False) as live:
-                while snap["status"]["state"] == "running":
+                while snap.analysis.state == "running":
                     time.sleep(interval)
-                    snap = snapshot(_reload(url, snap), interval)
+                    snap = snapshot(_reload(url, snap), interval, url)
                     live.update(view.screen(snap), refresh=True)
         except KeyboardInterrupt:
             con.print("[dim]stopped watching[/]")
 
 
-def _reload(url: str, last: dict) -> Evidence:
+def _reload(url: str, last: Snapshot) -> Evidence:
     """Fresh evidence; when the coordinator is gone, the job's record in the job store."""
     from zephyr_debug.sources import load
 
@@ -78,7 +99,7 @@ def _reload(url: str, last: dict) -> Evidence:
         return load(url)
     except ZdebugError as exc:
         try:
-            return load(last["job"])
+            return load(last.analysis.job)
         except ZdebugError:
             raise ZdebugError(f"{exc.message}; it stopped answering while the job was "
-                              f"{last['status']['state']}") from None
+                              f"{last.analysis.state}") from None

@@ -1,28 +1,36 @@
-"""Rich view of `analyze.status.summarize`."""
+"""Rich view of `zdebug status`: the outcome, counts, the worst findings and what to run next."""
 
 from __future__ import annotations
 
-from rich.table import Table
-
-from zephyr_debug.render.output import clean, console, duration
+from zephyr_debug.analyze.analysis import Analysis
+from zephyr_debug.findings import INFO
+from zephyr_debug.render.findings import headline
+from zephyr_debug.render.output import clean, console, duration, when
 
 STATE_STYLE = {"succeeded": "green", "failed": "red", "interrupted": "yellow", "running": "cyan"}
+NAMED = 3
 
 
-def render(s: dict) -> None:
+def counts_line(a: Analysis) -> str:
+    """`stage: 3/4 complete, 1 in-flight, 0 queued, 5 retries; workers 3 alive, 1 dead; …`."""
+    p, pool = a.progress, a.pool
+    when_line = (f"ended {when(p.ended_at)}" if p.done else
+                 f"last progress {duration(p.since_progress_s)} ago")
+    return (f"{clean(p.stage)}: {p.completed}/{p.total} complete, {p.in_flight} in-flight, {p.queue_depth} "
+            f"queued; {p.retries_total} retried attempt(s); workers {pool.alive} alive, {pool.dead} dead "
+            f"({pool.counted_from}); {when_line}")
+
+
+def render(a: Analysis) -> None:
     con = console()
-    style = STATE_STYLE.get(s["state"], "white")
-    con.print(f"[bold]{clean(s['job'])}[/]  [{style}]{s['state']}[/]  {clean(s['stage'])}: "
-              f"{s['completed']}/{s['total']} complete, {s['in_flight']} in-flight, {s['queue_depth']} queued, "
-              f"{s['retries']} retries; workers {s['alive']} alive, {s['failed']} failed; "
-              f"last progress {duration(s['since_progress_s'])} ago")
-    if s["workers"]:
-        table = Table(box=None, pad_edge=False)
-        for col in ("worker", "state", "last seen"):
-            table.add_column(col)
-        for worker, info in sorted(s["workers"].items()):
-            table.add_row(clean(worker), clean(info.get("state")), duration(info.get("last_seen_ago")) + " ago")
-        con.print(table)
-    con.print(f"[bold]Diagnosis:[/] {clean(s['diagnosis'])}")
-    for step in s["next"]:
-        con.print(f"  next: [bold cyan]{clean(step)}[/]")
+    style = STATE_STYLE.get(a.state, "white")
+    con.print(f"[bold]{clean(a.job)}[/]  [{style}]{a.state}[/]  {counts_line(a)}")
+    con.print(f"[bold]{clean(a.headline)}[/]")
+    shown = [f for f in a.findings if f.severity != INFO][:NAMED]
+    for f in shown:
+        con.print(headline(f))
+    rest = len(a.problems) - len(shown)
+    if rest > 0:
+        con.print(f"(+{rest} more: zdebug diagnose)")
+    for step in a.next[:NAMED]:
+        con.print(f"  next: [bold cyan]{clean(step)}[/]", soft_wrap=True)

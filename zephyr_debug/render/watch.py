@@ -1,6 +1,8 @@
-"""The live screen of `zdebug watch`: progress, tail, top workers, stragglers, newest failures."""
+"""The live screen of `zdebug watch`: progress, tail, findings, top workers, newest failures."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.panel import Panel
@@ -8,46 +10,39 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from zephyr_debug.render import stragglers as strag_view
 from zephyr_debug.render import workers as workers_view
-from zephyr_debug.render.output import clean, duration, when
-from zephyr_debug.render.status import STATE_STYLE
+from zephyr_debug.render.findings import headline
+from zephyr_debug.render.output import clean, when
+from zephyr_debug.render.status import STATE_STYLE, counts_line
+from zephyr_debug.render.stragglers import tail_table
+
+if TYPE_CHECKING:
+    from zephyr_debug.commands.watch import Snapshot
+
+SHOWN = 5
 
 
-def screen(snap: dict, live: bool = True) -> Panel:
+def screen(snap: Snapshot, live: bool = True) -> Panel:
     """The whole screen; `live=False` (`--once`): no refresh interval, no Ctrl-C hint."""
-    s = snap["status"]
-    style = STATE_STYLE.get(s["state"], "white")
-    head = Text.from_markup(
-        f"[bold]{clean(s['job'])}[/]  [{style}]{s['state']}[/]  {clean(s['stage'])}: {s['completed']}/{s['total']} "
-        f"complete, {s['in_flight']} in-flight, {s['queue_depth']} queued, {s['retries']} retries; "
-        f"workers {s['alive']} alive, {s['failed']} failed; last progress {duration(s['since_progress_s'])} ago")
+    a = snap.analysis
+    p = a.progress
+    style = STATE_STYLE.get(a.state, "white")
+    head = Text.from_markup(f"[bold]{clean(a.job)}[/]  [{style}]{a.state}[/]  {counts_line(a)}")
     bar = Table.grid(padding=(0, 1))
-    bar.add_row(ProgressBar(total=max(s["total"], 1), completed=s["completed"], width=50),
-                f"{s['completed']}/{s['total']} of {clean(s['stage'])}")
-    parts = [head, bar, Text.from_markup(f"[bold]Diagnosis:[/] {clean(s['diagnosis'])}")]
-    report = snap["stragglers"]
-    if report["tail"]:
-        parts.append(strag_view.tail_table({"tail": report["tail"][-3:]}))
-    if report["findings"]:
-        parts.append(_findings(report["findings"]))
-    if snap["workers"]["workers"]:
-        parts.append(workers_view.table(snap["workers"], f"top workers by {snap['workers']['sort']}"))
-    if snap["failures"]:
-        parts.append(_failures(snap["failures"]))
-    return Panel(Group(*parts), title=f"zdebug watch {clean(snap['source'])}",
-                 subtitle=when(snap["now"]) + (f" · every {snap['interval_s']:g}s · Ctrl-C to quit" if live else ""))
-
-
-def _findings(findings: list[dict]) -> Table:
-    t = Table(title="stragglers", box=None, pad_edge=False, title_justify="left")
-    for col in ("shard", "stage", "cause", "elapsed", "x median", "next"):
-        t.add_column(col)
-    for f in findings[:5]:
-        ratio = "-" if f["ratio_to_median"] is None else f"{f['ratio_to_median']:.1f}"
-        t.add_row(str(f["shard"]), clean(f["stage"]), f"[{strag_view.CAUSE_STYLE.get(f['cause'], '')}]{f['cause']}[/]",
-                  duration(f["elapsed_s"]), ratio, clean(f["next"]))
-    return t
+    bar.add_row(ProgressBar(total=max(p.total, 1), completed=p.completed, width=40),
+                f"{p.completed}/{p.total} of {clean(p.stage)}")
+    parts = [head, bar, Text.from_markup(f"[bold]{clean(a.headline)}[/]")]
+    if a.tail:
+        parts.append(tail_table(a.tail[-3:]))
+    for f in a.problems[:SHOWN]:
+        parts.append(headline(f))
+        parts += [Text("     next: ") + Text(step, style="bold cyan") for step in f.next[:1]]
+    if snap.workers["workers"]:
+        parts.append(workers_view.table(snap.workers, f"top workers by {snap.workers['sort']}"))
+    if snap.failures:
+        parts.append(_failures(snap.failures))
+    return Panel(Group(*parts), title=f"zdebug watch {clean(a.source)}",
+                 subtitle=when(snap.now) + (f" · every {snap.interval_s:g}s · Ctrl-C to quit" if live else ""))
 
 
 def _failures(failures: list[dict]) -> Table:

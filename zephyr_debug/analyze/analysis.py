@@ -1,0 +1,275 @@
+"""One analysis pass per job: every finding, its cost and its next commands, ranked.
+
+`analyze(ev)` is the single truth that `status`, `stragglers`, `diagnose`, `report` and
+`watch` render, so they cannot disagree. Findings are ranked by severity, then by what they
+cost (idle and burned worker-hours, stage time held).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from zephyr_debug.analyze import causes, failures, liveness, outliers, progress, shardtable, speed
+from zephyr_debug.analyze.nextsteps import Steps, is_live
+from zephyr_debug.analyze.tail import Episode, episodes, stage_bounds
+from zephyr_debug.analyze.thresholds import Thresholds
+from zephyr_debug.findings import ERROR, INFO, SCHEMA_VERSION, SEVERITIES, WARNING, Cost, Finding, clean_number
+from zephyr_debug.model import HEARTBEAT_INTERVAL_S, Evidence
+
+STAGE_FIELDS = ("total", "done", "running", "median_s", "p90_s", "p99_s", "cut_s", "wall_s")
+
+
+@dataclass(frozen=True)
+class StageRow:
+    """One stage as the analysis saw it."""
+
+    stage: str
+    total: int
+    done: int
+    running: int
+    median_s: float | None
+    p90_s: float | None
+    p99_s: float | None
+    cut_s: float | None  # run time above which a shard is an outlier
+    wall_s: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stage": self.stage, **{f: clean_number(getattr(self, f)) for f in STAGE_FIELDS}}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything the commands show about one job."""
+
+    job: str
+    target: str  # the evidence as the user named it (next commands use it)
+    state: str
+    source: str
+    headline: str
+    progress: progress.Progress
+    pool: liveness.Pool
+    stages: tuple[StageRow, ...]
+    tail: tuple[Episode, ...]
+    findings: tuple[Finding, ...]
+    crash_groups: tuple[Any, ...]  # crashes.cluster groups, biggest first
+    heartbeat_interval_s: float
+    thresholds: Thresholds
+    warnings: tuple[str, ...] = ()
+    next: tuple[str, ...] = field(default=())
+
+    @property
+    def problems(self) -> tuple[Finding, ...]:
+        """Findings of severity error or warning (info findings are not problems)."""
+        return tuple(f for f in self.findings if f.severity != INFO)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity == ERROR for f in self.findings)
+
+    def shard_findings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.all_shards)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "job": self.job, "state": self.state, "source": self.source,
+                "headline": self.headline, "healthy": self.healthy, "progress": self.progress.to_json(),
+                "workers": {"alive": self.pool.alive, "dead": self.pool.dead, "registered": self.pool.registered,
+                            "counted_from": self.pool.counted_from},
+                "stages": [s.to_json() for s in self.stages], "tail": [t.to_json() for t in self.tail],
+                "findings": [dict(f.to_json(), rank=i) for i, f in enumerate(self.findings, 1)],
+                "next": list(self.next), "warnings": list(self.warnings),
+                "thresholds": {**{k: getattr(self.thresholds, k) for k in self.thresholds.__dataclass_fields__},
+                               "heartbeat_interval_s": self.heartbeat_interval_s}}
+
+
+    def stragglers_json(self) -> dict[str, Any]:
+        """`zdebug stragglers --json`: stages, tail episodes and the findings about stages/shards."""
+        return {"schema_version": SCHEMA_VERSION, "job": self.job, "state": self.state, "source": self.source,
+                "headline": self.headline, "stages": [s.to_json() for s in self.stages],
+                "tail": [t.to_json() for t in self.tail],
+                "findings": [f.to_json() for f in self.problems if f.stage is not None],
+                "thresholds": self.to_json()["thresholds"], "warnings": list(self.warnings)}
+
+    def status_json(self, workers: list[dict[str, Any]]) -> dict[str, Any]:
+        """`zdebug status --json`: the newest status, counts, the headline and the findings."""
+        p = self.progress.to_json()
+        return {"schema_version": SCHEMA_VERSION, "job": self.job, "state": self.state, "source": self.source,
+                **{k: p[k] for k in ("stage", "completed", "total", "in_flight", "queue_depth", "retries",
+                                     "retries_total", "failures_absorbed", "done", "fatal_error", "progress_time",
+                                     "since_progress_s", "ended_at", "tail")},
+                "alive": self.pool.alive, "dead": self.pool.dead, "registered": self.pool.registered,
+                "workers": workers, "stalled": any(f.kind == "stalled" for f in self.findings),
+                "headline": self.headline, "healthy": self.healthy,
+                "findings": [f.to_json() for f in self.findings], "next": list(self.next),
+                "warnings": list(self.warnings)}
+
+
+def heartbeat_interval(ev: Evidence) -> float:
+    """Configured, else the median gap between one worker's samples, else Zephyr's 5 s."""
+    value = ev.config.get("heartbeat_interval")
+    if value:
+        return float(value)
+    s = ev.samples
+    if len(s) > 1:
+        gaps = pd.to_numeric(s["ts"], errors="coerce").groupby(s["worker"]).diff().dropna()
+        if len(gaps) and gaps.median() > 0:
+            return float(gaps.median())
+    return HEARTBEAT_INTERVAL_S
+
+
+def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = None) -> Analysis:
+    hb = heartbeat_interval(ev)
+    steps = Steps(target or ev.job, is_live(ev))
+    prog = progress.latest(ev)
+    tail = tuple(episodes(ev))
+    pool = liveness.pool(ev)
+    shards = shardtable.build(ev, hb, th)
+    stats = outliers.stage_stats(shards, {s.name: s.total for s in ev.stages}, progress.queue_empty(ev, prog), hb, th)
+    shards = outliers.held(shards, stats, ev.now)
+    shards = liveness.add_holders(speed.add_speed(shards, stats), ev)
+    held_enough = shards["held_s"] >= th.min_held_heartbeats * hb
+    judged = shards["stage"].map(stats["judged"]).fillna(False).astype(bool)
+    shards["held_s"] = shards["held_s"].where(judged | ~shards["running"], 0.0)
+    idle = _idle_hours(ev)
+    groups = _crash_groups(ev)
+    found: list[Finding] = []
+    if pool.all_dead:
+        found.append(_all_dead(ev, pool, shards, steps, idle, prog))
+    fail_findings, covered = failures.findings(ev, shards, groups, steps, th, hb, idle)
+    found += fail_findings
+    frozen = progress.frozen_items_s(ev, prog)
+    gone = pool.all_dead
+    for r in shards[shards["outlier"].fillna(False).astype(bool) & held_enough & judged].itertuples():
+        if (r.stage, int(r.shard)) in covered or (gone and r.running):
+            continue
+        st = stats.loc[r.stage]
+        view = causes.StageView(st["median_s"], st["p99_s"], st["cut_s"], int(st["peers"]),
+                                frozen if r.stage == prog.stage else 0.0)
+        cost = Cost(held_s=float(r.held_s), idle_worker_hours=idle(r.stage, float(r.expected_end), float(r.end)))
+        found.append(causes.straggler(r, view, hb, th, steps, cost))
+    stragglers = [f for f in found if f.kind in causes.STRAGGLER_KINDS]
+    if frozen >= th.stuck_heartbeats * hb and not any(f.stage == prog.stage for f in stragglers) and not gone:
+        found.append(causes.frozen_stage(prog, frozen, hb, steps))
+    if not gone:
+        found += _dead_holders(ev, shards, covered, steps)
+    found += speed.slow_workers(shards, stats, {f.worker for f in stragglers if f.worker}, th)
+    if ev.state == "failed":
+        found.append(_aborted(ev, prog, steps, found))
+    stall = progress.stalled(ev, th.stall_s)
+    if stall is not None:
+        found.append(stall)
+    found.sort(key=lambda f: (SEVERITIES.index(f.severity), -f.cost.worker_hours, -f.cost.held_s,
+                              -(f.elapsed_s or 0.0)))
+    rows = _stage_rows(ev, stats)
+    return Analysis(job=ev.job, target=steps.target, state=ev.state, source=ev.source,
+                    headline=progress.headline(ev, prog, pool, shards, found), progress=prog, pool=pool,
+                    stages=rows, tail=tail, findings=tuple(found), crash_groups=tuple(groups),
+                    heartbeat_interval_s=hb, thresholds=th, warnings=tuple(ev.warnings),
+                    next=tuple(dict.fromkeys(step for f in found if f.severity != INFO for step in f.next[:1])))
+
+
+def _crash_groups(ev: Evidence) -> list:
+    from zephyr_debug.crashes.cluster import job_groups
+
+    return job_groups(ev)
+
+
+def _idle_hours(ev: Evidence):
+    """`idle(stage, t0, t1)`: worker-hours of alive workers with nothing in flight for them
+    (alive - in flight) in [t0, t1], from the stage's status series."""
+    st = ev.status
+    if not len(st):
+        return lambda stage, t0, t1: 0.0
+    ts = pd.to_numeric(st["ts"], errors="coerce").to_numpy(dtype=float)
+    alive = pd.to_numeric(st["alive"], errors="coerce").to_numpy(dtype=float)
+    busy = pd.to_numeric(st["in_flight"], errors="coerce").fillna(0).to_numpy(dtype=float)
+    stage = st["stage"].to_numpy(dtype=object)
+
+    def idle(name: str, t0: float, t1: float) -> float:
+        if not (t1 > t0):
+            return 0.0
+        mine = np.flatnonzero((stage == name) & ~np.isnan(ts) & ~np.isnan(alive))
+        if not len(mine):
+            return 0.0
+        t, free = ts[mine], np.clip(alive[mine] - busy[mine], 0, None)
+        edges = np.clip(np.r_[t, t1], t0, t1)
+        return float(np.sum(free * np.diff(edges)) / 3600)
+
+    return idle
+
+
+def _all_dead(ev: Evidence, pool: liveness.Pool, shards: pd.DataFrame, steps: Steps, idle,
+              prog: progress.Progress) -> Finding:
+    waiting = shards[~shards["done"].to_numpy(dtype=bool) & (shards["stage"] == prog.stage)]
+    lines = list(pool.all_dead_evidence)
+    if len(waiting):
+        names = ", ".join(str(int(s)) for s in waiting["shard"].head(failures.MAX_LISTED))
+        lines.append(f"{len(waiting)} unfinished shard(s) of {prog.stage} with no worker to run them: {names}")
+        dead = waiting[waiting["worker"].notna()]
+        if len(dead):
+            lines.append("their last holders: " + ", ".join(sorted({str(w) for w in dead["worker"]})[:5]))
+    held = max(0.0, ev.now - (ev.progress_time or ev.now))
+    return Finding(kind="all-workers-dead", causes=("all-workers-dead",), severity=ERROR, stage=prog.stage,
+                   title=f"no worker is alive: {prog.stage} cannot finish ({prog.completed}/{prog.total} complete)",
+                   evidence=tuple(lines), next=tuple(steps.for_workers("all-workers-dead")),
+                   cost=Cost(held_s=held))
+
+
+def _dead_holders(ev: Evidence, shards: pd.DataFrame, covered: set, steps: Steps) -> list[Finding]:
+    """Running shards whose holder is failed, or silent past the heartbeat timeout: one per worker."""
+    if ev.state not in ("running", "interrupted"):
+        return []
+    dead = shards[shards["running"].to_numpy(dtype=bool) & shards["holder_known"].to_numpy(dtype=bool)
+                  & ~shards["holder_alive"].to_numpy(dtype=bool)]
+    out = []
+    for worker, rows in dead.groupby("worker", observed=True):
+        rows = rows[[(r.stage, int(r.shard)) not in covered for r in rows.itertuples()]]
+        if not len(rows):
+            continue
+        r = rows.iloc[0]
+        seen = r["holder_seen_ago"]
+        out.append(Finding(
+            kind="dead-holder", causes=("dead-holder",), severity=WARNING, stage=r["stage"], shard=int(r["shard"]),
+            shards=tuple(int(s) for s in rows["shard"]), worker=str(worker),
+            title=f"shard(s) {', '.join(str(int(s)) for s in rows['shard'])} of {r['stage']} held by "
+                  f"{r['holder_state']} worker {worker}",
+            evidence=(f"holder {worker} is {r['holder_state']}"
+                      + ("" if math.isnan(seen) else f", last seen {seen:.0f}s ago")
+                      + ": Zephyr requeues the shard at the heartbeat timeout",),
+            next=tuple(steps.for_workers("dead-holder")), elapsed_s=float(r["elapsed_s"])))
+    return out
+
+
+def _aborted(ev: Evidence, prog: progress.Progress, steps: Steps, found: list[Finding]) -> Finding:
+    """The abort itself, pointing at the finding that caused it (job-level: it covers no shard)."""
+    lines = (ev.fatal_error or "unknown reason").strip().splitlines()
+    shard = failures.aborting_shard(ev)
+    cause = next((f for f in found if f.severity == ERROR and (f.kind == "all-workers-dead" or
+                  (shard is not None and shard in f.all_shards))), None)
+    why = [f"caused by: {cause.title}"] if cause else []
+    return Finding(kind="aborted", causes=("aborted",), severity=ERROR, stage=prog.stage,
+                   title=f"job aborted in {prog.stage}: {lines[0]}", evidence=tuple(why + lines[1:4]),
+                   next=tuple(steps.for_failure("aborted", shard)))
+
+
+def _stage_rows(ev: Evidence, stats: pd.DataFrame) -> tuple[StageRow, ...]:
+    walls = stage_bounds(ev)["wall_s"]
+    names = [s.name for s in ev.stages] + [s for s in stats.index if s not in {x.name for x in ev.stages}]
+    totals = {s.name: s.total for s in ev.stages}
+    out = []
+    for name in names:
+        st = stats.loc[name] if name in stats.index else None
+        def val(col: str):
+            return None if st is None else st[col]
+        out.append(StageRow(stage=name, total=int(val("total") or totals.get(name, 0)), done=int(val("done") or 0),
+                            running=int(val("running") or 0), median_s=val("median_s"), p90_s=val("p90_s"),
+                            p99_s=val("p99_s"), cut_s=val("cut_s"), wall_s=walls.get(name)))
+    return tuple(out)

@@ -1,0 +1,126 @@
+"""Why an outlier shard is slow, only as far as the evidence shows it.
+
+`stuck` needs frozen progress, `slow-worker` the worker's other shards slow too, `data-skew`
+size evidence (more items or input chunks at a normal rate) or a normal size processed slowly
+on a worker that is normal elsewhere (expensive records). Anything else is `undetermined`,
+with what is missing and the command that will tell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from zephyr_debug.analyze.nextsteps import Steps
+from zephyr_debug.analyze.thresholds import MIN_WORKER_SHARDS, Thresholds
+from zephyr_debug.findings import WARNING, Cost, Finding
+
+STRAGGLER_KINDS = ("stuck", "slow-worker", "data-skew", "undetermined")
+METRICS = ("size", "size_ratio", "rate", "rate_ratio", "worker_speed", "worker_shards",
+           "cpu", "cpu_ratio", "plateau_s", "stalled_s", "plateau_now_s", "held_s")
+
+
+@dataclass(frozen=True)
+class StageView:
+    """What a cause decision needs to know about the stage (from `outliers.stage_stats`)."""
+
+    median_s: float
+    p99_s: float
+    cut_s: float
+    peers: int
+    frozen_s: float  # status-line `items=` unchanged this long while only suspects were in flight
+
+
+def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost: Cost) -> Finding:
+    """The finding for one outlier row `r` of the shard table."""
+    worker = r.worker if isinstance(r.worker, str) else None
+    lines = [f"ran {r.own_s:.1f}s = {r.own_s / stage.median_s:.1f}x the median {stage.median_s:.1f}s of "
+             f"{stage.peers} finished peer(s), past the outlier cut {stage.cut_s:.1f}s (p99 {stage.p99_s:.1f}s)"]
+    causes: list[str] = []
+    missing: list[str] = []
+    stuck = _stuck(r, stage, hb, th, lines)
+    if stuck:
+        causes.append("stuck")
+    slow_worker = _known(r.worker_speed) and r.worker_shards >= MIN_WORKER_SHARDS
+    if slow_worker:
+        lines.append(f"{worker} ran its {int(r.worker_shards)} other finished shard(s) at {r.worker_speed:.2f}x "
+                     "the stage speed")
+        if r.worker_speed <= th.slow_worker_speed:
+            causes.append("slow-worker")
+    else:
+        missing.append(f"{worker or 'its worker'} finished no other shard to compare with" if worker
+                       else "no source names the shard's worker")
+    if "slow-worker" not in causes and not stuck:
+        causes += _data(r, slow_worker, th, lines, missing)
+    if not causes:
+        causes.append("undetermined")
+        lines.append("cause undetermined: " + "; ".join(missing or ["the evidence cannot tell size, speed or a stall apart"]))
+    kind = causes[0]
+    nxt = steps.for_straggler(kind, worker, int(r.shard), live=bool(r.running))
+    ratio = r.own_s / stage.median_s if stage.median_s else None
+    title = f"shard {int(r.shard)} of {r.stage}: {', '.join(causes)}"
+    metrics = tuple((m, getattr(r, m, None)) for m in METRICS)
+    return Finding(kind=kind, title=title, severity=WARNING, evidence=tuple(lines), next=tuple(nxt),
+                   causes=tuple(causes), stage=r.stage, shard=int(r.shard), worker=worker, cost=cost,
+                   elapsed_s=float(r.elapsed_s), ratio_to_median=ratio,
+                   metrics=metrics + (("median_s", stage.median_s), ("cut_s", stage.cut_s), ("peers", stage.peers)))
+
+
+def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> bool:
+    need = th.stuck_heartbeats * hb
+    if r.running and r.holder_alive and _known(r.plateau_now_s) and r.plateau_now_s >= need:
+        lines.append(f"no new items for {r.plateau_now_s:.0f}s ({r.plateau_now_s / hb:.0f} heartbeats) at "
+                     f"{_count(r.last_items)} items while {r.worker} stays alive")
+        return True
+    excess = r.own_s - stage.median_s
+    if not r.running and _known(r.plateau_s) and r.plateau_s >= need and r.stalled_s >= 0.5 * excess:
+        lines.append(f"stalled {r.stalled_s:.0f}s in all (longest {r.plateau_s:.0f}s with no new items) while "
+                     f"{r.worker} stayed alive")
+        return True
+    if r.running and stage.frozen_s >= need:
+        lines.append(f"the status line's items= did not move for {stage.frozen_s:.0f}s while only the tail's "
+                     "shards were in flight")
+        return True
+    return False
+
+
+def _data(r, worker_known: bool, th: Thresholds, lines: list[str], missing: list[str]) -> list[str]:
+    """data-skew from size evidence, or from a normal size run slowly on a worker normal elsewhere."""
+    size_known, rate_known = _known(r.size_ratio), _known(r.rate_ratio)
+    if size_known:
+        lines.append(f"input {_count(r.size)} ({r.size_ratio:.1f}x the stage median)"
+                     + (f" at {r.rate_ratio:.2f}x the stage median rate" if rate_known else ""))
+    else:
+        missing.append("no item or byte counts for this shard (heartbeats, counters or Zephyr's telemetry: "
+                       "--finelog)")
+    if size_known and r.size_ratio >= th.skew_items and (not rate_known or r.rate_ratio >= th.normal_rate):
+        return ["data-skew"]
+    normal_elsewhere = worker_known and r.worker_speed > th.slow_worker_speed
+    if rate_known and r.rate_ratio < th.normal_rate and normal_elsewhere:
+        lines.append("a normal-sized input processed slowly by a worker that is normal elsewhere: "
+                     "its records are expensive (per-record cost skew)")
+        return ["data-skew"]
+    if normal_elsewhere:
+        missing.append("its worker is normal elsewhere, so the shard itself is slower, but nothing shows whether it "
+                       "is bigger or costlier per record")
+    return []
+
+
+def _known(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _count(value) -> str:
+    return f"{int(value):,}" if _known(value) else "?"
+
+
+def frozen_stage(prog, frozen_s: float, hb: float, steps: Steps) -> Finding:
+    """A coordinator-only stuck tail: `items=` frozen while the last shards are in flight (the log
+    does not say which shards)."""
+    return Finding(kind="stuck", causes=("stuck",), severity=WARNING, stage=prog.stage,
+                   title=f"{prog.stage}: {prog.in_flight} shard(s) in flight make no progress",
+                   evidence=(f"the status line's items= did not move for {frozen_s:.0f}s ({frozen_s / hb:.0f} "
+                             f"heartbeats) while the queue is empty and {prog.in_flight} shard(s) are in flight",
+                             "this log does not name the shards in flight: worker lines (`iris job logs` with "
+                             "children) or Zephyr's telemetry (--finelog) do"),
+                   next=tuple(steps.playbook("stuck")), cost=Cost(held_s=frozen_s))

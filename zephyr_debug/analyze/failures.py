@@ -1,0 +1,178 @@
+"""Failed attempts as root causes: one crash loop per bug (all the shards one crash fingerprint
+breaks, the aborting shard first), lost holders, and the failures retries absorbed (`recovered`).
+
+A shard is in a crash loop when it is unfinished and failed `repeated_failures` times, or the
+job aborted on it; the other unfinished shards that failed with the same fingerprint belong to
+the same finding. A shard that failed and then finished is `recovered` information, unless the
+stage waited on its retry (it ended last): then its lost holder cost time (`dead-holder`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from zephyr_debug.analyze.nextsteps import Steps
+from zephyr_debug.analyze.thresholds import Thresholds
+from zephyr_debug.findings import ERROR, INFO, WARNING, Cost, Finding
+from zephyr_debug.model import INFRA, MAX_SHARD_FAILURES, MAX_SHARD_INFRA_FAILURES, Evidence
+from zephyr_debug.zephyrlog import ABORT_SHARD_RE
+
+MAX_LISTED = 12  # shards named in a finding's evidence
+
+
+@dataclass
+class _Bug:
+    fingerprint: str
+    kind: str  # crash kind of the group: task | infra | oom | segv | exit
+    title: str
+    shards: list[tuple[str, int]] = field(default_factory=list)
+
+
+def aborting_shard(ev: Evidence) -> int | None:
+    m = ABORT_SHARD_RE.search(ev.fatal_error or "")
+    return int(m.group("shard")) if m else None
+
+
+def fingerprints(groups) -> dict[tuple[str, int], tuple[str, str, str]]:
+    """(stage, shard) -> (fingerprint, crash kind, title) of the crash group holding most of its
+    crashes (`crashes.cluster.CrashGroup`s)."""
+    best: dict[tuple[str, int], tuple[int, tuple[str, str, str]]] = {}
+    for g in groups:
+        title = ": ".join(x for x in (g.exception, g.message) if x) or g.kind
+        for stage, shard, runs in g.runs:
+            key = (stage, shard)
+            if shard is not None and (key not in best or runs > best[key][0]):
+                best[key] = (runs, (g.fingerprint, g.kind, title))
+    return {key: value for key, (_, value) in best.items()}
+
+
+def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thresholds, hb: float,
+             idle_hours) -> tuple[list[Finding], set[tuple[str, int]]]:
+    """Crash-loop, dead-holder and recovered findings; and the (stage, shard) keys they cover."""
+    failed = shards[(shards["task_failures"] + shards["infra_failures"]) > 0]
+    if not len(failed):
+        return [], set()
+    prints = fingerprints(groups)
+    abort = aborting_shard(ev) if ev.state == "failed" else None
+    abort_stage = _current_stage(ev, shards)
+    task_max = int(ev.config.get("max_task_failures") or MAX_SHARD_FAILURES)
+    infra_max = int(ev.config.get("max_infra_failures") or MAX_SHARD_INFRA_FAILURES)
+    bugs: dict[str, _Bug] = {}
+    looping: set[tuple[str, int]] = set()
+    recovered = defaultdict(list)
+    out: list[Finding] = []
+    covered: set[tuple[str, int]] = set()
+    for r in failed.itertuples():
+        key = (r.stage, int(r.shard))
+        fp, kind, title = prints.get(key) or (f"{'infra' if r.infra_failures else 'task'}:{r.stage}",
+                                               INFRA if r.infra_failures else "task", _error(ev, r))
+        if r.done:
+            if r.infra_failures and r.last_s >= th.min_excess_heartbeats * hb:
+                out.append(_lost_holder(ev, r, steps, idle_hours))
+                covered.add(key)
+            else:
+                recovered[(fp, title)].append(key)
+            continue
+        bug = bugs.setdefault(fp, _Bug(fp, kind, title))
+        bug.shards.append(key)
+        if r.task_failures + r.infra_failures >= th.repeated_failures or (int(r.shard) == abort and r.stage == abort_stage):
+            looping.add(key)
+    table = shards.set_index(["stage", "shard"], drop=False)
+    for bug in bugs.values():
+        if not looping.intersection(bug.shards):
+            continue
+        keys = sorted(bug.shards, key=lambda k: (k[1] != abort, k not in looping, k[1]))
+        rows = table.loc[keys]
+        oom = int(rows["oom_attempts"].sum())
+        causes = ("crash-loop", "oom") if oom or bug.kind == "oom" else ("crash-loop",)
+        first = rows.iloc[0]
+        lines = [f"{_failures(first, task_max, infra_max)} on {int(first['failed_workers'])} worker(s)"
+                 + (f"; {oom} attempt(s) with an OOM sign (SIGKILL / MemoryError / exit 137 / RSS at the limit)"
+                    if oom else "")]
+        if len(keys) > 1:
+            names = ", ".join(str(k[1]) for k in keys[:MAX_LISTED]) + (f" (+{len(keys) - MAX_LISTED})"
+                                                                       if len(keys) > MAX_LISTED else "")
+            lines.append(f"{len(keys)} shards failed with this same crash ({bug.kind}): {names}")
+        if abort is not None and keys[0][1] == abort:
+            lines.append("aborted the pipeline: " + (ev.fatal_error or "").strip().splitlines()[0])
+        held = float(rows["held_s"].max())
+        burned = float(rows["burned_s"].sum()) / 3600
+        idle = idle_hours(first["stage"], float(rows["expected_end"].min()), float(rows["end"].max())) if held else 0.0
+        stage, shard = keys[0]
+        out.append(Finding(
+            kind="crash-loop", causes=causes, severity=ERROR, stage=stage, shard=shard,
+            shards=tuple(k[1] for k in keys), worker=_worker(first), fingerprint=bug.fingerprint,
+            title=f"{len(keys)} shard(s) of {stage} in a crash loop: {bug.title}" if len(keys) > 1 else
+            f"shard {shard} of {stage} in a crash loop: {bug.title}",
+            evidence=tuple(lines), next=tuple(steps.for_failure("oom" if "oom" in causes else "crash-loop", shard)),
+            cost=Cost(held_s=held, idle_worker_hours=idle, burned_worker_hours=burned),
+            elapsed_s=float(first["elapsed_s"]),
+            metrics=(("task_failures", int(first["task_failures"])), ("infra_failures", int(first["infra_failures"])),
+                     ("attempts", int(first["attempts"])), ("oom_attempts", oom), ("rss_max", first["rss_max"]))))
+        covered.update(keys)
+    if recovered:
+        out.append(_recovered(recovered, steps))
+    return out, covered
+
+
+def _lost_holder(ev: Evidence, r, steps: Steps, idle_hours) -> Finding:
+    reason = _reason(ev, r)
+    cost = Cost(held_s=float(r.last_s), idle_worker_hours=idle_hours(r.stage, float(r.end) - float(r.last_s),
+                                                                      float(r.end)),
+                burned_worker_hours=float(r.burned_s) / 3600)
+    return Finding(kind="dead-holder", causes=("dead-holder",), severity=WARNING, stage=r.stage, shard=int(r.shard),
+                   worker=_worker(r), title=f"shard {int(r.shard)} of {r.stage}: lost with its worker, the stage "
+                   "waited on its retry",
+                   evidence=(f"{int(r.infra_failures)} attempt(s) lost with their worker ({reason}); it ended last, "
+                             f"{r.last_s:.0f}s after every other shard of the stage",),
+                   next=tuple(steps.for_workers("dead-holder")), cost=cost, elapsed_s=float(r.elapsed_s))
+
+
+def _recovered(recovered: dict, steps: Steps) -> Finding:
+    keys = [k for ks in recovered.values() for k in ks]
+    lines = [f"{len(ks)} shard(s): {title} (fingerprint {fp[:12]})"
+             for (fp, title), ks in sorted(recovered.items(), key=lambda kv: -len(kv[1]))[:MAX_LISTED]]
+    stage, shard = keys[0]
+    return Finding(kind="recovered", causes=("recovered",), severity=INFO, stage=stage, shard=None,
+                   shards=(), title=f"{len(keys)} shard(s) failed and then succeeded on retry (absorbed)",
+                   evidence=tuple(lines), next=(steps.crashes(),),
+                   metrics=(("shards", len(keys)),))
+
+
+def _failures(row, task_max: int, infra_max: int) -> str:
+    return (f"failed {int(row['task_failures'])}/{task_max} TASK and {int(row['infra_failures'])}/{infra_max} "
+            f"INFRA times in {int(row['attempts'])} attempt(s)")
+
+
+def _error(ev: Evidence, r) -> str:
+    if r.failed_row < 0:
+        return "task error"
+    error = ev.attempts.iloc[int(r.failed_row)].get("error")
+    return re.sub(r"\s+", " ", error)[:120] if isinstance(error, str) else "task error"
+
+
+def _reason(ev: Evidence, r) -> str:
+    if r.failed_row < 0:
+        return "worker lost"
+    row = ev.attempts.iloc[int(r.failed_row)]
+    reason = row.get("reason")
+    return (reason if isinstance(reason, str) else "worker lost") + f" on {row['worker']}"
+
+
+def _worker(r) -> str | None:
+    worker = r["worker"] if isinstance(r, pd.Series) else r.worker
+    return worker if isinstance(worker, str) else None
+
+
+def _current_stage(ev: Evidence, shards: pd.DataFrame) -> str | None:
+    if ev.stages:
+        return ev.stages[-1].name
+    if not len(shards):
+        return None
+    starts = shards["first_start"].to_numpy(dtype=float)
+    return shards["stage"].iloc[int(np.nanargmax(starts))] if not np.isnan(starts).all() else shards["stage"].iloc[-1]

@@ -1,0 +1,107 @@
+"""Who is alive: the worker pool's counts, each shard holder's state, and a pool with no one left."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from zephyr_debug.model import ALIVE_STATES, HEARTBEAT_TIMEOUT_S, Evidence
+
+NO_WORKERS_SIGNS = ("No alive workers", "registered workers are dead/failed")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Worker counts as the job's own status says them (the last status line or get_status)."""
+
+    alive: int
+    dead: int
+    registered: int | None
+    counted_from: str  # "get_status" | "status line" | "worker list"
+    all_dead: bool
+    all_dead_evidence: tuple[str, ...] = ()
+
+
+def heartbeat_timeout(ev: Evidence) -> float:
+    return float(ev.config.get("heartbeat_timeout") or HEARTBEAT_TIMEOUT_S)
+
+
+def _alive_mask(ev: Evidence) -> pd.Series:
+    w = ev.workers.drop_duplicates("worker", keep="last").set_index("worker")
+    seen = pd.to_numeric(w["last_seen_ago"], errors="coerce")
+    return w["state"].isin(ALIVE_STATES) & ~(seen > heartbeat_timeout(ev))
+
+
+def pool(ev: Evidence) -> Pool:
+    """Counts from get_status, else the last status line (it counts every worker; a log names only
+    some), else the worker list (a worker that re-registered is one row)."""
+    unfinished = ev.state in ("running", "interrupted", "failed")
+    if ev.live is not None:
+        states = [str(v.get("state")) for v in ev.live.workers.values()]
+        alive = sum(s in ALIVE_STATES for s in states)
+        counts = (alive, len(states) - alive, len(states), "get_status")
+    elif len(ev.status) and not math.isnan(_num(ev.status["alive"].iloc[-1])):
+        last = ev.status.iloc[-1]
+        counts = (int(_num(last["alive"])), int(_num(last["dead"], 0)), int(_num(last["registered"], 0)),
+                  "status line")
+    else:
+        mask = _alive_mask(ev) if len(ev.workers) else pd.Series(dtype=bool)
+        counts = (int(mask.sum()), int((~mask).sum()), len(mask), "worker list")
+    alive, dead, registered, source = counts
+    evidence: list[str] = []
+    fatal = ev.fatal_error or ""
+    if any(sign in fatal for sign in NO_WORKERS_SIGNS):
+        evidence.append("aborted: " + fatal.strip().splitlines()[0])
+    waits = ev.config.get("all_dead_ts") or []
+    if len(waits) >= 2 and (ev.progress_time is None or waits[-1] > ev.progress_time) and unfinished:
+        evidence.append(f"'All workers are dead/failed. Waiting for workers to recover...' {len(waits)} times, "
+                        f"the last {ev.now - waits[-1]:.0f}s before the end of the evidence, no progress since")
+    if registered and alive == 0 and unfinished and ev.state != "succeeded":
+        evidence.append(f"{source}: 0/{registered} workers alive, {dead} dead")
+    return Pool(alive, dead, registered, source, bool(evidence), tuple(evidence))
+
+
+def add_holders(shards: pd.DataFrame, ev: Evidence) -> pd.DataFrame:
+    """Adds the state of each shard's holder (its newest attempt's worker): `holder_state`,
+    `holder_seen_ago` (s) and `holder_alive` (alive state and heard from within the timeout)."""
+    n = len(shards)
+    if not len(ev.workers) or not hasattr(shards["worker"], "cat"):
+        return shards.assign(holder_state=pd.Categorical([None] * n), holder_seen_ago=np.full(n, np.nan),
+                             holder_alive=np.zeros(n, dtype=bool), holder_known=np.zeros(n, dtype=bool))
+    w = ev.workers.drop_duplicates("worker", keep="last").set_index("worker")
+    names = shards["worker"].cat.categories
+    code = shards["worker"].cat.codes.to_numpy()
+    known = code >= 0
+    pick = np.where(known, code, 0)
+    holder = w.reindex(names)
+    state_code, state_names = pd.factorize(holder["state"])  # codes: a million strings would be slow
+    states = np.where(known, state_code[pick], -1) if len(names) else np.full(n, -1)
+    seen = pd.to_numeric(holder["last_seen_ago"], errors="coerce").to_numpy(dtype=float)
+    alive = _alive_mask(ev).reindex(names, fill_value=False).to_numpy(dtype=bool)
+    listed = holder["state"].notna().to_numpy(dtype=bool)
+    return shards.assign(
+        holder_state=pd.Categorical.from_codes(states, state_names),
+        holder_seen_ago=np.where(known, seen[pick] if len(names) else np.nan, np.nan),
+        holder_alive=np.where(known, alive[pick] if len(names) else False, False),
+        holder_known=np.where(known, listed[pick] if len(names) else False, False))
+
+
+def _num(value, default: float | None = math.nan) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return default if math.isnan(number) else number
+
+
+def listing(ev: Evidence) -> list[dict]:
+    """Every worker once: `{worker, state, last_seen_ago}` (get_status when there is one)."""
+    if ev.live is not None:
+        return [{"worker": w, "state": v.get("state"), "last_seen_ago": v.get("last_seen_ago")}
+                for w, v in sorted(ev.live.workers.items())]
+    w = ev.workers.drop_duplicates("worker", keep="last").sort_values("worker")
+    return [{"worker": r.worker, "state": r.state, "last_seen_ago": _num(r.last_seen_ago, None)}
+            for r in w.itertuples()]

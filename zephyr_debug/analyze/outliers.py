@@ -1,0 +1,91 @@
+"""Which shards hold their stage up: robust peer statistics and the time each shard held.
+
+A stage's yardstick is the run time of its finished attempts (`run_s`). On a log scale their
+median and robust spread (MAD) give a cut: median + z x sigma, with z raised (Bonferroni) so a
+healthy stage of n shards expects `false_rate` shards above it, and never below the floors
+(`multiplier` x median, `min_excess_heartbeats` above it). A shard is an outlier
+when its own attempt ran past the cut. It held its stage for as long as it ran past the moment
+the stage would have ended had every shard stopped at the cut (`expected_end`): a shard that
+finished while others still ran held nothing (Mantri: outliers are judged by what they cost).
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+
+from zephyr_debug.analyze.thresholds import MAD_TO_SIGMA, MIN_ROBUST_PEERS, Thresholds
+
+STAGE_STATS = ["total", "done", "running", "peers", "median_s", "p90_s", "p99_s", "sigma_log", "cut_s",
+               "median_size", "median_rate", "median_cpu", "queue_empty", "judged"]
+
+
+def stage_stats(shards: pd.DataFrame, totals: dict[str, int], queue_empty: dict[str, bool], hb: float,
+                th: Thresholds) -> pd.DataFrame:
+    """Per stage: counts, quantiles of finished run times, robust spread, the outlier cut."""
+    rows = []
+    for stage, s in shards.groupby("stage", observed=True, sort=False):
+        done = s["done"].to_numpy(dtype=bool)
+        run = s["run_s"].to_numpy(dtype=float)
+        fin = np.sort(run[done & (run > 0)])
+        total = max(totals.get(stage, 0), len(s))
+        row = {"stage": stage, "total": total, "done": int(done.sum()), "running": int(s["running"].sum()),
+               "peers": len(fin), "median_size": _median(s["size"][done]), "median_rate": _median(s["rate"][done]),
+               "median_cpu": _median(s["cpu"][done])}
+        row.update(zip(("median_s", "p90_s", "p99_s"), np.quantile(fin, (0.5, 0.9, 0.99)) if len(fin) else [np.nan] * 3))
+        row["sigma_log"], row["cut_s"] = _cut(fin, hb, th)
+        row["queue_empty"] = bool(queue_empty.get(stage, row["done"] + row["running"] >= total))
+        row["judged"] = bool(len(fin) and row["queue_empty"] and row["done"] >= th.min_finished * total)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["stage", *STAGE_STATS]).set_index("stage")
+
+
+def _cut(fin: np.ndarray, hb: float, th: Thresholds) -> tuple[float, float]:
+    """(robust sigma of log run time, the run time above which a shard is an outlier)."""
+    if not len(fin):
+        return np.nan, np.nan
+    median = float(np.median(fin))
+    floors = [th.multiplier * median, median + th.min_excess_heartbeats * hb]
+    logs = np.log(fin)
+    dev = np.abs(logs - np.median(logs))
+    sigma = float(np.median(dev)) * MAD_TO_SIGMA or float(dev.mean()) * 1.2533
+    if len(fin) < MIN_ROBUST_PEERS:
+        return sigma, max(floors)
+    z = max(th.outlier_z, NormalDist().inv_cdf(1 - th.false_rate / len(fin)))
+    floors.append(float(np.exp(np.median(logs) + z * sigma)))
+    return sigma, max(floors)
+
+
+def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
+    """Adds to the shard table: `own_s` (the newest attempt's run time, so far when running),
+    `outlier`, `end` (its end, or now while unfinished), `expected_end` of its stage (every shard
+    stopped at the cut: a finished shard from its last attempt's start, an unfinished one from its
+    first), `held_s` (how long it kept the stage open past that) and `last_s` (how long after every
+    other shard of its stage it ended; 0 unless it ended last)."""
+    cut = shards["stage"].map(stats["cut_s"]).astype(float).to_numpy()
+    running = shards["running"].to_numpy(dtype=bool)
+    done = shards["done"].to_numpy(dtype=bool)
+    start = shards["start"].to_numpy(dtype=float)
+    own = np.where(running, now - start, shards["secs"].to_numpy(dtype=float))
+    last_end = shards["last_end"].to_numpy(dtype=float)
+    start = np.where(np.isnan(start), last_end - own, start)
+    end = np.where(done & ~running, np.where(np.isnan(last_end), start + own, last_end), now)
+    first = shards["first_start"].to_numpy(dtype=float)
+    cap_start, cap_own = np.where(done, start, first), np.where(done, own, now - first)
+    capped = cap_start + np.fmin(cap_own, np.where(np.isnan(cut), cap_own, cut))
+    stage = shards["stage"].to_numpy()
+    expected = pd.Series(capped).groupby(stage).transform("max").to_numpy()
+    ends = pd.Series(end)
+    top = ends.groupby(stage).transform("max").to_numpy()
+    second = ends.groupby(stage).transform(lambda e: e.nlargest(2).iloc[-1] if len(e) > 1 else np.nan).to_numpy()
+    out = shards.assign(own_s=own, outlier=own > cut, end=end, expected_end=expected)
+    out["held_s"] = np.clip(np.nan_to_num(end - expected), 0, None)
+    out["last_s"] = np.where((end == top) & ~np.isnan(second), np.nan_to_num(end - second), 0.0)
+    return out
+
+
+def _median(values: pd.Series) -> float:
+    v = pd.to_numeric(values, errors="coerce").dropna()
+    return float(v.median()) if len(v) else np.nan

@@ -1,0 +1,157 @@
+"""Where the job stands: the newest status, whether its queue is empty, whether its item count
+froze, whether it stalled, and the one-line headline every command prints."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from zephyr_debug.findings import ERROR, INFO, Finding, clean_number
+from zephyr_debug.model import Evidence
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The newest JobStatus-like view of the job (the current stage's counts)."""
+
+    stage: str
+    completed: int
+    total: int
+    in_flight: int
+    queue_depth: int
+    retries: int  # the current stage's, as Zephyr counts them
+    retries_total: int  # retried attempts over every stage
+    failures_absorbed: int  # failed attempts of shards that then finished
+    done: bool
+    fatal_error: str | None
+    progress_time: float | None
+    since_progress_s: float | None  # None once the job finished
+    ended_at: float | None  # when a finished job ended (its last record)
+
+    @property
+    def tail(self) -> bool:
+        return self.in_flight > 0 and self.queue_depth == 0 and not self.done
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: clean_number(v) if not isinstance(v, str) else v for k, v in self.__dict__.items()} | {
+            "tail": self.tail}
+
+
+def latest(ev: Evidence) -> Progress:
+    """The live get_status when there is one, else the last status row; a finished job's counts
+    come from its attempts (the status line is periodic)."""
+    if ev.live is not None:
+        row = ev.live.to_dict()
+    elif len(ev.status):
+        last = ev.status.iloc[-1]
+        row = {k: _int(last[k]) for k in ("completed", "total", "in_flight", "queue_depth", "retries")}
+        row["stage"] = last["stage"]
+    else:
+        row = {"stage": "", "completed": 0, "total": 0, "in_flight": 0, "queue_depth": 0, "retries": 0}
+    a = ev.attempts
+    finished = ev.state in ("succeeded", "failed")
+    if finished and ev.live is None and ev.stages:
+        stage = ev.stages[-1]
+        mine = a[a["stage"] == stage.name]
+        done = int(mine.loc[mine["outcome"] == "done", "shard"].nunique())
+        running = int((mine["outcome"] == "running").sum())
+        row.update(stage=stage.name, total=stage.total or row["total"], completed=max(done, row["completed"]),
+                   in_flight=0 if ev.state == "succeeded" else running,
+                   queue_depth=0 if ev.state == "succeeded" else row.get("queue_depth", 0))
+    retried, absorbed = _retries(a)
+    since = None if ev.progress_time is None or finished else max(ev.now - ev.progress_time, 0.0)
+    return Progress(stage=str(row.get("stage") or ""), completed=_int(row["completed"]), total=_int(row["total"]),
+                    in_flight=_int(row["in_flight"]), queue_depth=_int(row["queue_depth"]),
+                    retries=_int(row.get("retries")), retries_total=retried, failures_absorbed=absorbed,
+                    done=finished, fatal_error=ev.fatal_error, progress_time=ev.progress_time,
+                    since_progress_s=since, ended_at=ev.now if finished else None)
+
+
+def _retries(a: pd.DataFrame) -> tuple[int, int]:
+    """(attempts beyond each shard's first, failed attempts of shards that then finished)."""
+    shard = pd.to_numeric(a["shard"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    if not len(shard):
+        return 0, 0
+    stage = pd.factorize(a["stage"].fillna(""))[0].astype(np.int64)
+    key = stage * (int(shard.max()) + 2) + shard + 1
+    finished = np.unique(key[(a["outcome"] == "done").to_numpy(dtype=bool)])
+    absorbed = int(((a["outcome"] == "failed").to_numpy(dtype=bool) & np.isin(key, finished)).sum())
+    return max(len(key) - len(np.unique(key)), 0), absorbed
+
+
+def queue_empty(ev: Evidence, prog: Progress) -> dict[str, bool]:
+    """Per stage: its queue is empty (every shard handed out). Finished stages are; the current
+    one per its newest status; other stages are left to the shard counts."""
+    out = {s.name: s.end_ts is not None for s in ev.stages}
+    if prog.stage and not prog.done:
+        out[prog.stage] = prog.queue_depth == 0
+    return out
+
+
+def frozen_items_s(ev: Evidence, prog: Progress) -> float:
+    """How long the current stage's status-line `items=` count has not moved while the stage is
+    in its tail (queue empty, shards in flight): the coordinator-only sign of a stuck shard."""
+    st = ev.status
+    if not len(st) or "items" not in st or not prog.tail or ev.state != "running":
+        return 0.0
+    mine = st[st["stage"] == prog.stage]
+    items = pd.to_numeric(mine["items"], errors="coerce").to_numpy(dtype=float)
+    ts = pd.to_numeric(mine["ts"], errors="coerce").to_numpy(dtype=float)
+    tail = (pd.to_numeric(mine["queue_depth"], errors="coerce").to_numpy() == 0) & \
+           (pd.to_numeric(mine["in_flight"], errors="coerce").to_numpy() > 0)
+    if not len(items) or np.isnan(items[-1]) or not tail[-1]:
+        return 0.0
+    same = (items == items[-1]) & tail
+    k = len(same)
+    while k > 0 and same[k - 1]:
+        k -= 1
+    return float(ts[-1] - ts[k]) if k < len(same) else float(ts[-1] - ts[0])
+
+
+def stalled(ev: Evidence, stall_s: float) -> Finding | None:
+    """No progress for `stall_s` while the job runs: Zephyr's ZephyrPipelineProgressStalled."""
+    if ev.state not in ("running", "interrupted") or ev.progress_time is None:
+        return None
+    since = ev.now - ev.progress_time
+    if since < stall_s:
+        return None
+    return Finding(kind="stalled", causes=("stalled",), severity=ERROR,
+                   title=f"no progress for {since / 60:.0f} min",
+                   evidence=(f"no stage start or shard completion since {since / 60:.1f} min (alert threshold "
+                             f"{stall_s / 60:.0f} min: ZephyrPipelineProgressStalled fires)",),
+                   next=("zdebug playbook stall-alert",))
+
+
+def headline(ev: Evidence, prog: Progress, pool, shards: pd.DataFrame, found: list[Finding]) -> str:
+    """The outcome in one sentence: succeeded after N retries / aborted / stuck / running."""
+    problems = [f for f in found if f.severity != INFO]
+    absorbed = (f"; {prog.failures_absorbed} failure(s) absorbed by retries" if prog.failures_absorbed else "")
+    if ev.state == "succeeded":
+        retries = f" after {prog.retries_total} retried attempt(s)" if prog.retries_total else ""
+        return f"Succeeded: all {len(ev.stages)} stage(s) completed{retries}{absorbed}."
+    if ev.state == "failed":
+        reason = (ev.fatal_error or "unknown reason").strip().splitlines()[0]
+        return f"Aborted in {prog.stage}: {reason}"
+    where = f"{prog.stage}: {prog.completed}/{prog.total} complete, {prog.in_flight} in-flight, " \
+            f"{prog.queue_depth} queued"
+    if ev.state == "interrupted":
+        return f"Interrupted: the coordinator stopped without finishing or aborting ({where})."
+    state = "in its tail, waiting on " + ("; ".join(f.title for f in problems[:2]) if problems else "its last shards") \
+        if prog.tail else "running"
+    if problems and not prog.tail:
+        state += f"; {len(problems)} problem(s): {problems[0].title}"
+    return f"{where}: {state}."
+
+
+def _int(value) -> int:
+    if value is None:
+        return 0
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0
+    return 0 if math.isnan(number) else int(number)
