@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -125,3 +126,94 @@ def test_demo_runs_a_small_job_and_leaves_a_job_dir(tmp_path):
     assert out["state"] == "succeeded" and out["faults"] == ["exception:1"]
     assert (Path(out["dir"]) / "crashes").is_dir()
     assert_one_line_error(zdebug("demo", "--fault", "bogus:1", home=tmp_path), "unknown kind")
+
+
+# --- CLI conventions (issue 20): start-up, help, version, completion, job store, exit codes ---
+
+HEAVY = ("pandas", "numpy", "plotly", "pyarrow", "requests", "psutil", "prometheus_api_client")
+
+
+def test_importing_the_cli_pulls_in_no_heavy_library():
+    code = ("import json, sys; import zephyr_debug.cli; "
+            f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
+def _commands() -> list[list[str]]:
+    from zephyr_debug import cli
+
+    return [[name] for name in cli.COMMANDS if name != "profile"] + [["profile", "record"], ["profile", "summarize"]]
+
+
+def test_every_help_has_examples_real_metavars_and_fits_80_columns(tmp_path):
+    env = {**os.environ, "COLUMNS": "80", "ZDEBUG_HOME": str(tmp_path)}
+    root = subprocess.run([*ZDEBUG, "--help"], capture_output=True, text=True, timeout=60, env=env)
+    assert root.returncode == 0
+    for form in ("iris://", "finelog://HOST:PORT/EXEC", "http://HOST:PORT", "prometheus+http://", "latest",
+                 "--install-completion", "--version"):
+        assert form in root.stdout
+    for args in _commands():
+        proc = subprocess.run([*ZDEBUG, *args, "--help"], capture_output=True, text=True, timeout=60, env=env)
+        assert proc.returncode == 0, (args, proc.stderr)
+        text = proc.stdout
+        assert "Examples:" in text and "  zdebug " in text.split("Examples:")[1], args
+        assert not re.search(r"<(bool|int|float|str|text|path|list)\b", text, re.I), (args, text)
+        assert all(len(line) <= 80 for line in text.splitlines()), args
+        if "JOB" in text.split("Options:")[0]:
+            assert "see `zdebug --help`" in " ".join(text.split()), args
+
+
+def test_version_and_completion():
+    from zephyr_debug import __version__
+
+    proc = subprocess.run([*ZDEBUG, "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"zdebug {__version__}"
+    env = {**os.environ, "_ZDEBUG_COMPLETE": "complete_bash", "COMP_WORDS": "zdebug strag", "COMP_CWORD": "1"}
+    proc = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'zdebug'; "
+                           "from zephyr_debug.cli import main; main()"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.stdout.split() == ["stragglers"], proc.stdout + proc.stderr
+
+
+def _jobs_root(env: dict, cwd: Path) -> str:
+    proc = subprocess.run([*ZDEBUG, "jobs", "--json"], capture_output=True, text=True, timeout=60, env=env, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["root"]
+
+
+def test_job_store_is_under_xdg_state_home_from_any_directory(tmp_path):
+    base = {k: v for k, v in os.environ.items() if k not in ("ZDEBUG_HOME", "XDG_STATE_HOME")}
+    base["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    state = tmp_path / "state"
+    assert _jobs_root({**base, "XDG_STATE_HOME": str(state)}, elsewhere) == str(state / "zdebug" / "jobs")
+    assert _jobs_root({**base, "HOME": str(tmp_path)}, elsewhere) == str(tmp_path / ".local/state/zdebug/jobs")
+    relative = Path(_jobs_root({**base, "XDG_STATE_HOME": str(state), "ZDEBUG_HOME": ".zdebug"}, elsewhere))
+    assert relative == Path(".zdebug/jobs")  # a checkout's own store, relative to where zdebug runs
+
+
+def test_exit_codes(reference_job, jobs_root, tmp_path):
+    home = jobs_root.parent
+    assert zdebug("status", "--run", "x", home=home).returncode == 2  # usage (zdebug's own check)
+    assert zdebug("status", "--no-such-option", home=home).returncode == 2  # usage (the parser's)
+    assert zdebug("status", "no-such-job", home=home).returncode == 3
+    assert zdebug("status", "http://127.0.0.1:9", home=home).returncode == 3
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert zdebug("status", "latest", home=empty).returncode == 3  # an empty store has no latest
+    failed = reference_job("crash-loop:2", workers=2, shards=4, stages=1)
+    assert zdebug("status", str(failed.job_dir), home=home).returncode == 0  # without --exit-status
+    assert zdebug("status", str(failed.job_dir), "--exit-status", home=home).returncode == 1
+    assert zdebug("diagnose", str(failed.job_dir), "--exit-status", "--json", home=home).returncode == 1
+    ok = reference_job(workers=2, shards=4)
+    assert zdebug("status", str(ok.job_dir), "--exit-status", home=home).returncode == 0
+
+
+def test_exit_status_helper():
+    from zephyr_debug.commands.common import exit_status
+
+    assert [exit_status(s, False) for s in ("succeeded", "running", "failed", "interrupted")] == [0, 0, 1, 1]
+    assert exit_status("succeeded", True) == 1

@@ -37,10 +37,10 @@ def test_targets_round_trip_and_bad_ones_are_one_line_errors():
 def test_job_or_prometheus_options():
     assert job_target(None, "http://p:9090", "r1") == "prometheus+http://p:9090?run=r1"
     assert job_target("latest") == "latest"
-    for args, needle in [(("latest", "http://p:9090"), "not both"), (("latest", None, "r1"), "--run needs"),
-                         ((None,), "missing JOB")]:
+    for args, needle in [(("latest", "http://p:9090"), "not both"), (("latest", None, "r1"), "--run needs")]:
         with pytest.raises(ZdebugError, match=needle):
             job_target(*args)
+    assert job_target(None) == "latest"  # status and stragglers default to the newest job
 
 
 def test_unreachable_prometheus_is_a_one_line_error():
@@ -48,7 +48,7 @@ def test_unreachable_prometheus_is_a_one_line_error():
     proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "stragglers", "--prometheus",
                            f"http://127.0.0.1:{port}", "--run", "x-20261203-032904-2d03707b"],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.returncode == 3 and proc.stdout == ""  # unreachable source
     assert proc.stderr.count("\n") == 1 and "Prometheus unreachable" in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError
 
 SCHEMA_PATH = Path(__file__).with_name("file-format-schema.json")
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
@@ -28,13 +28,13 @@ def load(path: Path) -> dict:
     try:
         doc = json.loads(path.read_bytes())
     except OSError as exc:
-        raise ZdebugError(f"{path}: cannot read ({exc.strerror})") from None
+        raise EvidenceError(f"{path}: cannot read ({exc.strerror})") from None
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
-        raise ZdebugError(f"{path}: not JSON ({exc})") from None
+        raise EvidenceError(f"{path}: not JSON ({exc})") from None
     if isinstance(doc, dict) and ("profile_data" in doc or "profileData" in doc):
         doc = _from_iris(path, doc)
     if not isinstance(doc, dict) or not isinstance(doc.get("profiles"), list):
-        raise ZdebugError(f"{path}: not a speedscope file (no `profiles` list)")
+        raise EvidenceError(f"{path}: not a speedscope file (no `profiles` list)")
     doc = fix(doc)
     _check(path, doc)
     return doc
@@ -55,30 +55,30 @@ def _check(path: Path, doc: dict) -> None:
         if p.get("type") == "sampled":
             stacks, weights = p["samples"], p["weights"]
             if not isinstance(stacks, list) or not isinstance(weights, list) or len(stacks) != len(weights):
-                raise ZdebugError(f"{where}: `samples` and `weights` must be lists of the same length")
+                raise EvidenceError(f"{where}: `samples` and `weights` must be lists of the same length")
             bad = next((j for j, (s, w) in enumerate(zip(stacks, weights))
                         if not isinstance(s, list) or not all(map(frame_ok, s)) or not number(w)), None)
             if bad is not None:
-                raise ZdebugError(f"{where}: sample {bad} is not a list of frame indices below {n} with a number weight")
+                raise EvidenceError(f"{where}: sample {bad} is not a list of frame indices below {n} with a number weight")
         elif p.get("type") == "evented":
             events = p.get("events")
             bad = next((j for j, e in enumerate(events) if not isinstance(e, dict) or e.get("type") not in ("O", "C")
                         or not frame_ok(e.get("frame")) or not number(e.get("at"))), None) \
                 if isinstance(events, list) else 0
             if bad is not None:
-                raise ZdebugError(f"{where}: event {bad} is not {{type O|C, frame below {n}, at}}")
+                raise EvidenceError(f"{where}: event {bad} is not {{type O|C, frame below {n}, at}}")
         else:
-            raise ZdebugError(f"{where}: unknown profile type {str(p.get('type'))[:40]!r} (sampled or evented)")
+            raise EvidenceError(f"{where}: unknown profile type {str(p.get('type'))[:40]!r} (sampled or evented)")
 
 
 def _from_iris(path: Path, reply: dict) -> dict:
     data = reply.get("profile_data", reply.get("profileData")) or ""
     if not data:
-        raise ZdebugError(f"{path}: Iris profile reply has no profile_data (error: {reply.get('error') or 'none'})")
+        raise EvidenceError(f"{path}: Iris profile reply has no profile_data (error: {reply.get('error') or 'none'})")
     try:
         return json.loads(base64.b64decode(data, validate=True))
     except (binascii.Error, ValueError, RecursionError):
-        raise ZdebugError(f"{path}: profile_data is not base64 speedscope JSON") from None
+        raise EvidenceError(f"{path}: profile_data is not base64 speedscope JSON") from None
 
 
 def _drop_nulls(obj: dict) -> dict:

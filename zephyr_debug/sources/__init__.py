@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from zephyr_debug import jobstore
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import Evidence
 from zephyr_debug.sources import evidencedir
 from zephyr_debug.sources import finelog, iris, jobdir, live, prometheus
@@ -44,5 +44,5 @@ def _load(target: str) -> Evidence:
             if evidence is not None:
                 return evidence
         kind = "directory" if path.is_dir() else "file"
-        raise ZdebugError(f"{target}: {kind} holds no evidence zdebug can read (no events.jsonl, no Zephyr logs)")
+        raise EvidenceError(f"{target}: {kind} holds no evidence zdebug can read (no events.jsonl, no Zephyr logs)")
     return jobdir.load(jobstore.resolve_job(target))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError, ZdebugError
 from zephyr_debug.model import ALIVE_STATES, STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, frame
 from zephyr_debug.sources import counters, jobstatus, logtext, tasks
 from zephyr_debug.sources.timeline import Timeline
@@ -29,7 +29,7 @@ def load(path: Path) -> Evidence | None:
     try:
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     except OSError as exc:  # an unreadable subdirectory
-        raise ZdebugError(f"{exc.filename or path}: cannot list ({exc.strerror})") from None
+        raise EvidenceError(f"{exc.filename or path}: cannot list ({exc.strerror})") from None
     parts: dict[str, list] = {"log": [], "records": [], "status": [], "tasks": [], "counters": []}
     errors: list[str] = []
     for file in files:
@@ -42,7 +42,7 @@ def load(path: Path) -> Evidence | None:
             parts[kind].append((file, value))
     if not any(parts.values()):
         if errors and (not path.is_dir() or len(errors) == len(files)):
-            raise ZdebugError(errors[0])
+            raise EvidenceError(errors[0])
         return None
     ev = _from_logs(path, parts)
     ev.warnings += [f"ignored {e}" for e in errors]
@@ -75,7 +75,7 @@ def classify(file: Path) -> tuple[str | None, object]:
     if logtext.sniff(head):
         return "log", None
     what = "binary data" if b"\x00" in head else "unrecognised text"
-    raise ZdebugError(f"{file}:1: {what}, not a Zephyr/Iris log, get_status, list-tasks, get-task-logs or counters")
+    raise EvidenceError(f"{file}:1: {what}, not a Zephyr/Iris log, get_status, list-tasks, get-task-logs or counters")
 
 
 def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
@@ -87,9 +87,9 @@ def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and body.startswith(b"{"):
             return "log", None  # JSON lines: Iris log records
-        raise ZdebugError(f"{file}:{exc.lineno}: invalid or truncated JSON ({exc.msg})") from None
+        raise EvidenceError(f"{file}:{exc.lineno}: invalid or truncated JSON ({exc.msg})") from None
     except RecursionError:
-        raise ZdebugError(f"{file}:1: JSON nested too deeply") from None
+        raise EvidenceError(f"{file}:1: JSON nested too deeply") from None
     if tasks.is_task_logs(data):
         return "records", tasks.log_records(data)
     if tasks.is_tasks(data):
@@ -118,7 +118,7 @@ def _from_logs(path: Path, parts: dict[str, list]) -> Evidence:
     if tl.events:
         return tl.finish()
     if logs and not (parts["status"] or parts["tasks"] or parts["counters"]):
-        raise ZdebugError(f"{logs[0]}:1: no Zephyr coordinator/worker lines found (not a Zephyr log?)")
+        raise EvidenceError(f"{logs[0]}:1: no Zephyr coordinator/worker lines found (not a Zephyr log?)")
     newest = max(file.stat().st_mtime for kind in parts.values() for file, _ in kind)
     ev = Evidence(job=name, source=str(path), now=newest)
     if logs or parts["records"]:

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError, UsageError, ZdebugError
 
 DEFAULT_TIMEOUT_S = 15.0
 MAX_BODY_BYTES = 256 << 20
@@ -31,7 +31,7 @@ def set_timeout(seconds: float | None) -> float | None:
     global _deadline_s
     if seconds is not None:
         if not seconds > 0:
-            raise ZdebugError(f"--timeout {seconds}: must be a positive number of seconds")
+            raise UsageError(f"--timeout {seconds}: must be a positive number of seconds")
         _deadline_s = float(seconds)
     return seconds
 
@@ -51,7 +51,7 @@ class Response:
         try:
             return json.loads(self.body)
         except (ValueError, RecursionError):
-            raise ZdebugError(f"{self.url}: {what} is not JSON ({self.body[:40]!r})") from None
+            raise EvidenceError(f"{self.url}: {what} is not JSON ({self.body[:40]!r})") from None
 
 
 class _Watchdog:
@@ -86,14 +86,14 @@ def get(url: str, params: dict | None = None, *, timeout: float | None = None, m
     seconds = _deadline_s if timeout is None else timeout
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ZdebugError(f"{url}: not an http(s) URL")
+        raise UsageError(f"{url}: not an http(s) URL")
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     if params:
         path += ("&" if parts.query else "?") + urlencode(params)
     try:
         port = parts.port
     except ValueError:
-        raise ZdebugError(f"{url}: bad port") from None
+        raise UsageError(f"{url}: bad port") from None
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = cls(parts.hostname, port, timeout=seconds)
     start = time.monotonic()
@@ -104,13 +104,13 @@ def get(url: str, params: dict | None = None, *, timeout: float | None = None, m
             reply = conn.getresponse()
             declared = reply.getheader("Content-Length")
             if declared and declared.isdigit() and int(declared) > max_bytes:
-                raise ZdebugError(f"{url}: {what} answer of {int(declared):,} bytes is over the limit of "
+                raise EvidenceError(f"{url}: {what} answer of {int(declared):,} bytes is over the limit of "
                                   f"{max_bytes:,}")
             chunks = []
             while chunk := reply.read1(CHUNK_BYTES):
                 got += len(chunk)
                 if got > max_bytes:
-                    raise ZdebugError(f"{url}: {what} answer is over the limit of {max_bytes:,} bytes")
+                    raise EvidenceError(f"{url}: {what} answer is over the limit of {max_bytes:,} bytes")
                 chunks.append(chunk)
             if dog.fired:  # the shut socket read as the end of the body
                 raise TimeoutError
@@ -126,22 +126,22 @@ def get(url: str, params: dict | None = None, *, timeout: float | None = None, m
 def _explain(url: str, what: str, exc: Exception, seconds: float, got: int, late: bool) -> ZdebugError:
     if late or isinstance(exc, TimeoutError):
         sent = f" (sent {got:,} bytes of its answer)" if got else ""
-        return ZdebugError(f"{url}: {what} did not answer within {seconds:g}s{sent}; "
+        return EvidenceError(f"{url}: {what} did not answer within {seconds:g}s{sent}; "
                            "--timeout SECONDS to wait longer")
     if isinstance(exc, http.client.IncompleteRead):
-        return ZdebugError(f"{url}: {what} closed the connection mid-answer after {got:,} bytes")
+        return EvidenceError(f"{url}: {what} closed the connection mid-answer after {got:,} bytes")
     if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):
-        return ZdebugError(f"{url}: {what} unreachable (connection refused or no such host)")
+        return EvidenceError(f"{url}: {what} unreachable (connection refused or no such host)")
     if isinstance(exc, ssl.SSLError):
-        return ZdebugError(f"{url}: TLS failed: {exc.reason or exc}")
+        return EvidenceError(f"{url}: TLS failed: {exc.reason or exc}")
     if isinstance(exc, http.client.RemoteDisconnected | ConnectionResetError | http.client.BadStatusLine):
-        return ZdebugError(f"{url}: {what} closed the connection without an HTTP answer")
-    return ZdebugError(f"{url}: {what} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:120]}")
+        return EvidenceError(f"{url}: {what} closed the connection without an HTTP answer")
+    return EvidenceError(f"{url}: {what} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:120]}")
 
 
 def get_json(url: str, params: dict | None = None, *, what: str = "server", **options):
     """The JSON body of a 200 answer; any other status is one error line."""
     reply = get(url, params, what=what, **options)
     if reply.status != 200:
-        raise ZdebugError(f"{url}: HTTP {reply.status} from the {what}")
+        raise EvidenceError(f"{url}: HTTP {reply.status} from the {what}")
     return reply.json(f"{what} answer")

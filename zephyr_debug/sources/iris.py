@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from zephyr_debug import jobstore
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError, UsageError
 from zephyr_debug.model import Evidence
 from zephyr_debug.sources import evidencedir, iris_snapshot, iris_workers
 
@@ -31,7 +31,7 @@ def parse_target(target: str) -> tuple[str, str]:
             scheme, rest = prefix, rest[len(prefix):]
     host, _, job = rest.partition("/")
     if not host or not job.strip("/"):
-        raise ZdebugError(f"{target}: expected iris://HOST:PORT/<job-id>, e.g. iris://127.0.0.1:10000/alice/my-job")
+        raise UsageError(f"{target}: expected iris://HOST:PORT/<job-id>, e.g. iris://127.0.0.1:10000/alice/my-job")
     return scheme + host, "/" + job.strip("/")
 
 
@@ -45,12 +45,12 @@ def load_fetched(target: str) -> tuple[Evidence, iris_snapshot.Fetched]:
     got = iris_snapshot.fetch(url, job)
     now = time.time()
     if not got.coordinator and not any(" zephyr." in e.data or "Zephyr" in e.data for e in got.logs):
-        raise ZdebugError(f"{target}: no Zephyr coordinator in Iris job {job} "
+        raise EvidenceError(f"{target}: no Zephyr coordinator in Iris job {job} "
                           f"(no `-coord` endpoint, no Zephyr lines in {len(got.logs)} log lines)")
     saved = iris_snapshot.save(got, jobstore.home() / "iris")
     ev = evidencedir.load(saved)
     if ev is None or not (ev.stages or ev.live):
-        raise ZdebugError(f"{target}: no Zephyr coordinator in Iris job {job} "
+        raise EvidenceError(f"{target}: no Zephyr coordinator in Iris job {job} "
                           f"(its logs and endpoints hold no Zephyr pipeline; fetched to {saved})")
     ev.job = ev.source = target  # `next` commands then point back at the live job
     ev.warnings += got.warnings

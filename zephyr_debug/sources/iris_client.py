@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import pickle
 
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError, ZdebugError
 from zephyr_debug.sources import http
 from zephyr_debug.sources.unpickle import plain_data
 
@@ -58,7 +58,7 @@ class IrisClient:
         try:
             return fn(*args, **kwargs)
         except self.ConnectError as exc:
-            raise ZdebugError(self.explain(what, exc)) from None
+            raise EvidenceError(self.explain(what, exc)) from None
 
     def explain(self, what: str, exc) -> str:
         code = getattr(exc.code, "name", str(exc.code))
@@ -106,7 +106,7 @@ class IrisClient:
         try:
             return self.logs_client.fetch_task_logs(JobName.from_wire(job), max_lines=MAX_LOG_LINES, tail=True)
         except self.ConnectError as exc:
-            raise ZdebugError(self.explain("job logs", exc)) from None
+            raise EvidenceError(self.explain("job logs", exc)) from None
 
     def actor_call(self, endpoint: str, method: str):
         """`iris actor call ENDPOINT METHOD` through the controller's proxy; the reply as plain data."""
@@ -122,11 +122,11 @@ class IrisClient:
         try:
             reply = client.call(call)
         except self.ConnectError as exc:
-            raise ZdebugError(self.explain(f"{method} on the coordinator", exc)) from None
+            raise EvidenceError(self.explain(f"{method} on the coordinator", exc)) from None
         finally:
             client.close()
         if reply.HasField("error"):
-            raise ZdebugError(f"{method}: {reply.error.error_type}: {reply.error.message}"[:200])
+            raise EvidenceError(f"{method}: {reply.error.error_type}: {reply.error.message}"[:200])
         return plain_data(reply.serialized_value)
 
     def profile(self, task: str, duration: int) -> bytes:
@@ -136,5 +136,5 @@ class IrisClient:
         reply = self.call("profile-task", self.controller.profile_task, request,
                           timeout_ms=duration * 1000 + self.timeout_ms)
         if reply.error:
-            raise ZdebugError(f"{self.url}: Iris could not profile {task}: {' '.join(reply.error.split())[:200]}")
+            raise EvidenceError(f"{self.url}: Iris could not profile {task}: {' '.join(reply.error.split())[:200]}")
         return reply.profile_data

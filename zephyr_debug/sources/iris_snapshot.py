@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zephyr_debug import zephyrlog
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import safe_name
 from zephyr_debug.sources.iris_client import IrisClient
 
@@ -71,7 +71,7 @@ def fetch(url: str, job: str) -> Fetched:
     iris = IrisClient(url)
     got = Fetched(url, job, jobs=iris.jobs(job))
     if not got.jobs:
-        raise ZdebugError(f"{url}: Iris job {job} not found (list it with `iris --controller-url {url} job list`)")
+        raise EvidenceError(f"{url}: Iris job {job} not found (list it with `iris --controller-url {url} job list`)")
     got.endpoints = iris.endpoints(job)
     with ThreadPoolExecutor(max_workers=4) as pool:
         logs = pool.submit(iris.logs, job)

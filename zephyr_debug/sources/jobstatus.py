@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import JobStatus
 
 TOKEN_RE = re.compile(r"""\s*(?:
@@ -149,7 +149,7 @@ def parse(text: str, source: str) -> JobStatus | None:
         try:
             body = json.loads(body)
         except (ValueError, RecursionError) as exc:
-            raise ZdebugError(f"{source}:{getattr(exc, 'lineno', 1)}: broken JSON string ({exc})") from None
+            raise EvidenceError(f"{source}:{getattr(exc, 'lineno', 1)}: broken JSON string ({exc})") from None
         if not isinstance(body, str):
             return None
         body = body.strip()
@@ -164,4 +164,4 @@ def parse(text: str, source: str) -> JobStatus | None:
         return from_dict(parse_literal(body))
     except LiteralError as exc:
         line = body.count("\n", 0, exc.pos) + 1
-        raise ZdebugError(f"{source}:{line}: unreadable JobStatus repr ({exc})") from None
+        raise EvidenceError(f"{source}:{line}: unreadable JobStatus repr ({exc})") from None

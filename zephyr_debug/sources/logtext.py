@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from zephyr_debug import zephyrlog
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import Evidence
 from zephyr_debug.sources.timeline import Timeline
 
@@ -316,5 +316,5 @@ def load(paths: list[Path], name: str) -> Evidence:
     for path in paths:
         LogScanner(tl, str(path)).scan_file(path)
     if not tl.events:
-        raise ZdebugError(f"{paths[0]}:1: no Zephyr coordinator/worker lines found (not a Zephyr log?)")
+        raise EvidenceError(f"{paths[0]}:1: no Zephyr coordinator/worker lines found (not a Zephyr log?)")
     return tl.finish()
