@@ -151,11 +151,11 @@ def test_tail_run_reads_back_per_shard(runs):
 def test_tail_stragglers_name_causes(runs):
     report = json.loads(zdebug("stragglers", runs["tail"], "--json").stdout)
     found = {f["shard"]: f for f in report["findings"]}
-    assert {SKEW, STUCK, SLOW} <= set(found), found
-    assert found[SKEW]["cause"] == "data-skew"
-    assert found[SKEW]["metrics"]["items"] == ROWS * SKEW_X
-    assert "stuck" in found[STUCK]["causes"]
-    assert found[SLOW]["cause"] != "data-skew"  # a sleep burns no CPU: the rows cannot tell worker from records
+    assert {SKEW, STUCK} <= set(found), found
+    assert found[SKEW]["cause"] == "data-skew" and found[STUCK]["cause"] == "stuck"
+    assert any(f"input {ROWS * SKEW_X} " in line for line in found[SKEW]["evidence"]), found[SKEW]
+    # The slow shard (a sleep per item: no CPU, no worker to compare) is not size skew.
+    assert found.get(SLOW, {}).get("cause") != "data-skew"
     table = zdebug("stragglers", runs["tail"]).stdout
     assert max(map(len, table.splitlines())) <= 80 or "COLUMNS" in os.environ
 

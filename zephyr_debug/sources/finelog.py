@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 SCHEME = "finelog://"
 PROVENANCE = "finelog"
 WORKER_TABLE, STAGE_TABLE = "zephyr.worker", "zephyr.stage"  # Zephyr's namespaces
-START, RUNNING, END, FAILED = "START", "RUNNING", "END", "FAILED"  # ZephyrWorkerStatStatus
+STATUSES = ("START", "RUNNING", "END", "FAILED")  # ZephyrWorkerStatStatus
+START, RUNNING, END, FAILED = range(len(STATUSES))  # as decoded here
 # zephyr.worker column -> our name; what the analysis needs, nothing more.
 WORKER_FIELDS = {"stage_name": "stage", "shard_idx": "shard", "status": "status", "ts": "ts", "items": "items",
                  "bytes_processed": "bytes", "cpu_time_total": "cpu_time_s", "cpu_current_pct": "cpu_pct",
@@ -47,7 +48,8 @@ NUMERIC = ("shard", "items", "bytes", "cpu_time_s", "cpu_pct", "rss_bytes", "rss
 # Zero in these = not sampled: this release's inline runner samples in a thread that does not
 # see the shard's counters, so its RUNNING rows carry 0 (END rows are sampled in the shard's own).
 RESOURCES = ("cpu_time_s", "cpu_pct", "rss_bytes", "rss_peak_bytes")
-PAGE_ROWS = 200_000  # ~100 bytes a row: 20 MB a reply
+PAGE_ROWS = 250_000  # ~100 bytes a row: 25 MB a reply (finelog's limit: 64 MiB)
+FETCH_THREADS = 2
 REQUEST_TIMEOUT_MS = 30_000
 DEADLINE_S = 120.0  # for all pages of one read (plus at most one request timeout)
 MATCH_SLACK_S = 2.0  # log prefixes have 1 s resolution
@@ -121,7 +123,12 @@ def _client(url: str):
 
 def _read(client, url: str, table: str, fields: dict[str, str], execution_id: str, deadline: float,
           warnings: list[str]) -> pa.Table:
-    """Pages of `table` for one execution (keyset on `seq`), the columns of `fields` it has."""
+    """The rows of `table` for one execution, the columns of `fields` it has, in ranges of `seq`
+    holding about PAGE_ROWS rows each, FETCH_THREADS at a time (a range the server finds too big
+    for one reply is halved)."""
+    import math
+    from concurrent.futures import ThreadPoolExecutor
+
     import pyarrow as pa
 
     have = set(_query(client, url, f'SELECT * FROM "{table}" LIMIT 0', deadline).column_names)
@@ -131,17 +138,35 @@ def _read(client, url: str, table: str, fields: dict[str, str], execution_id: st
     if missing:
         warnings.append(f"{url}: {table} lacks column(s) {', '.join(missing)}: left empty")
     cols = ", ".join(["seq", *(f'"{c}"' for c in fields if c in have)])
-    where = f"execution_id = '{execution_id}'"
-    pages, last = [], None
-    while True:
-        after = "" if last is None else f" AND seq > {last}"
-        page = _query(client, url, f'SELECT {cols} FROM "{table}" WHERE {where}{after} ORDER BY seq '
-                                   f'LIMIT {PAGE_ROWS}', deadline)
-        pages.append(page)
-        if page.num_rows < PAGE_ROWS:
-            break
-        last = page.column("seq")[-1].as_py()
+    select = f"SELECT {cols} FROM \"{table}\" WHERE execution_id = '{execution_id}'"
+    lo, hi, count = (c[0].as_py() for c in _query(
+        client, url, f"SELECT min(seq), max(seq), count(*) FROM \"{table}\" WHERE execution_id = '{execution_id}'",
+        deadline).columns)
+    if not count:
+        return _query(client, url, f"{select} LIMIT 0", deadline)
+    width = math.ceil((hi - lo + 1) / math.ceil(count / PAGE_ROWS))
+    ranges = [(start, min(start + width, hi)) for start in range(lo - 1, hi, width)]
+
+    def fetch_range(bounds: tuple[int, int]) -> list[pa.Table]:
+        after, upto = bounds
+        own = _client(url)
+        try:
+            return [_query(own, url, f"{select} AND seq > {after} AND seq <= {upto}", deadline)]
+        except _TooBig:
+            if upto - after < 2:
+                raise EvidenceError(f"{url}: one {table} row is over finelog's reply limit") from None
+            mid = (after + upto) // 2
+            return fetch_range((after, mid)) + fetch_range((mid, upto))
+        finally:
+            own.close()
+
+    with ThreadPoolExecutor(FETCH_THREADS) as pool:
+        pages = [page for part in pool.map(fetch_range, ranges) for page in part]
     return pa.concat_tables(pages) if len(pages) > 1 else pages[0]
+
+
+class _TooBig(Exception):
+    """The reply would exceed the server's message limit."""
 
 
 class _NoTable(Exception):
@@ -157,11 +182,13 @@ def _query(client, url: str, sql: str, deadline: float) -> pa.Table:
     if time.monotonic() > deadline:
         raise EvidenceError(f"{url}: finelog read took over {DEADLINE_S:.0f}s; gave up")
     try:
-        return client.query(sql, max_rows=PAGE_ROWS)
+        return client.query(sql, max_rows=1 << 62)  # the server's reply limit bounds a page
     except Exception as exc:  # connect errors, timeouts, SQL errors: one line
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         if isinstance(exc, NamespaceNotFoundError) or _NO_TABLE_RE.search(reason):
             raise _NoTable(reason) from None
+        if "exceeds" in reason and "message limit" in reason:
+            raise _TooBig(reason) from None
         raise EvidenceError(f"{url}: finelog query failed: {reason}") from None
 
 
@@ -177,40 +204,71 @@ def _known_executions(url: str) -> str:
     return f"; it holds: {', '.join(map(str, ids))}" if ids else ""
 
 
-def _frame(table: pa.Table, fields: dict[str, str], warnings: list[str], where: str) -> pd.DataFrame:
-    """Arrow -> pandas with our names: numbers as float (wrong types -> NaN, counted), strings as
-    object, `ts` as unix seconds (finelog stores Zephyr's naive-UTC datetimes)."""
-    import pandas as pd
+def _columns(table: pa.Table, fields: dict[str, str], warnings: list[str], where: str) -> tuple[dict, object]:
+    """Arrow -> numpy arrays under our names, and the stage names: `stage` as codes into those
+    names, `status` as an index into STATUSES, numbers as float (wrongly typed -> the row is
+    skipped and counted), `ts` as unix seconds (finelog stores Zephyr's naive-UTC datetimes).
+    Vectorised in Arrow: a million rows of strings cost no Python loop."""
+    import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    df = table.select([c for c in fields if c in table.column_names]).to_pandas()
-    df = df.rename(columns=fields).reindex(columns=list(dict.fromkeys(fields.values())))
-    bad = pd.Series(False, index=df.index)
-    for col in df.columns:
-        if col in NUMERIC:
-            values = df[col] if pd.api.types.is_numeric_dtype(df[col]) else pd.to_numeric(df[col], errors="coerce")
-            bad |= values.isna() & df[col].notna()
-            df[col] = values.astype(float)
-    ts = table.column("ts") if "ts" in table.column_names else None
-    if ts is not None and pa.types.is_timestamp(ts.type):
-        df["ts"] = pd.to_datetime(df["ts"]).dt.tz_localize(None).astype("datetime64[us]").astype("int64") / 1e6
-        df.loc[ts.is_null().to_numpy(zero_copy_only=False), "ts"] = float("nan")
-    else:
-        values = pd.to_numeric(df["ts"], errors="coerce")
-        bad |= values.isna() & df["ts"].notna()
-        df["ts"] = values.astype(float)
-    if "rss_bytes" in df:  # no RSS = no resource sample in the row (START; RUNNING rows of the inline runner)
-        unsampled = ~(df["rss_bytes"] > 0)
-        df.loc[unsampled, [c for c in RESOURCES if c in df]] = float("nan")
-    for col in ("stage", "status"):
-        df[col] = df[col].astype(object).where(df[col].map(lambda v: isinstance(v, str)), None)
-    bad |= df["stage"].isna() | df["ts"].isna() | ~df["status"].isin((START, RUNNING, END, FAILED))
-    if "shard" in df:
-        bad |= df["shard"].isna()
+    n = table.num_rows
+    out: dict = {"seq": _numbers(table.column("seq"))[0]}
+    bad = np.zeros(n, dtype=bool)
+    names = np.zeros(0, dtype=object)
+    for name, ours in fields.items():
+        col = table.column(name) if name in table.column_names else pa.chunked_array([pa.nulls(n)])
+        if ours == "stage":
+            out[ours], names = _strings(col)
+            bad |= out[ours] < 0
+        elif ours == "status":
+            codes, labels = _strings(col)
+            lut = np.array([STATUSES.index(v) if v in STATUSES else -1 for v in labels] + [-1], dtype=np.int8)
+            out[ours] = lut[codes]
+            bad |= out[ours] < 0
+        elif ours == "ts" and pa.types.is_timestamp(col.type):
+            out[ours] = pc.cast(pc.cast(col, pa.timestamp("us")), pa.int64()).to_numpy(zero_copy_only=False) / 1e6
+        else:
+            out[ours], wrong = _numbers(col)
+            bad |= wrong
+    bad |= np.isnan(out["ts"])
+    if "shard" in out:
+        bad |= np.isnan(out["shard"])
+    if "rss_bytes" in out:  # no RSS = no resource sample in the row (START; RUNNING rows of the inline runner)
+        unsampled = ~(out["rss_bytes"] > 0)
+        for col in RESOURCES:
+            out[col] = np.where(unsampled, np.nan, out[col])
     if bad.any():
         warnings.append(f"{where}: skipped {int(bad.sum())} row(s) with missing or wrongly typed fields")
-        df = df[~bad]
-    return df
+        out = {k: v[~bad] for k, v in out.items()}
+    return out, names
+
+
+def _strings(col: pa.ChunkedArray):
+    """(codes, names): codes index names, -1 for nulls; all -1 for a column of another type."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) or not len(col):
+        return np.full(len(col), -1, dtype=np.int64), np.zeros(0, dtype=object)
+    enc = pc.dictionary_encode(col).combine_chunks()
+    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, np.array(enc.dictionary.to_pylist(), dtype=object)
+
+
+def _numbers(col: pa.ChunkedArray):
+    """(float array, wrongly-typed mask): nulls are NaN; strings are parsed, unparseable ones flagged."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_null(col.type):
+        return pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), np.zeros(len(col), dtype=bool)
+    values = pd.to_numeric(pd.Series(col.to_pylist(), dtype=object), errors="coerce").to_numpy(dtype=float)
+    return values, np.isnan(values) & ~col.is_null().to_numpy(zero_copy_only=False)
 
 
 def to_evidence(rows: Rows) -> Evidence:
@@ -219,62 +277,79 @@ def to_evidence(rows: Rows) -> Evidence:
     import pandas as pd
 
     warnings = list(rows.warnings)
-    w = _frame(rows.worker, WORKER_FIELDS, warnings, f"{rows.url} {WORKER_TABLE}")
-    st = (_frame(rows.stage, STAGE_FIELDS, warnings, f"{rows.url} {STAGE_TABLE}") if rows.stage is not None
-          else pd.DataFrame(columns=list(STAGE_FIELDS.values())))
-    w = w.sort_values(["stage", "shard", "ts"], kind="stable").reset_index(drop=True)  # ties: seq order
-    status, ts = w["status"].to_numpy(dtype=object), w["ts"].to_numpy()
-    stage, shard = w["stage"].to_numpy(dtype=object), w["shard"].to_numpy()
-    new_shard = np.r_[True, (stage[1:] != stage[:-1]) | (shard[1:] != shard[:-1])] if len(w) else np.zeros(0, bool)
+    w, stage_names = _columns(rows.worker, WORKER_FIELDS, warnings, f"{rows.url} {WORKER_TABLE}")
+    st = _stage_rows(rows, warnings)
+    order = np.lexsort((w["seq"], w["ts"], w["shard"], w["stage"]))  # only the keys are reordered
+    n = len(order)
+    status, ts, stage_code, shard = (w[c][order] for c in ("status", "ts", "stage", "shard"))
+    new_shard = np.r_[True, (stage_code[1:] != stage_code[:-1]) | (shard[1:] != shard[:-1])] if n else \
+        np.zeros(0, bool)
     # Attempt n of a shard = its rows from its n-th START on (rows before any START: attempt 0).
     serial = np.cumsum((status == START) | new_shard) - 1
     attempt = serial - np.maximum.accumulate(np.where(new_shard, serial, 0))
-    firsts = np.flatnonzero(np.r_[True, serial[1:] != serial[:-1]]) if len(w) else np.zeros(0, dtype=int)
-    lasts = np.r_[firsts[1:] - 1, len(w) - 1] if len(w) else firsts
+    firsts = np.flatnonzero(np.r_[True, serial[1:] != serial[:-1]]) if n else np.zeros(0, dtype=int)
+    lasts = np.r_[firsts[1:] - 1, n - 1] if n else firsts
     last_status = status[lasts]
     start_ts, end_ts = ts[firsts], np.where(np.isin(last_status, (END, FAILED)), ts[lasts], np.nan)
     outcome = np.where(last_status == END, "done", np.where(last_status == FAILED, "failed", "running"))
     attempts = pd.DataFrame({
-        "stage": stage[firsts], "shard": shard[firsts], "attempt": attempt[firsts].astype(float), "worker": None,
-        "start_ts": start_ts, "end_ts": end_ts, "outcome": outcome.astype(object),
+        "stage": stage_names[stage_code[firsts]], "shard": shard[firsts], "attempt": attempt[firsts].astype(float),
+        "worker": None, "start_ts": start_ts, "end_ts": end_ts, "outcome": outcome.astype(object),
         "kind": np.where(last_status == FAILED, TASK, None).astype(object), "elapsed_s": end_ts - start_ts,
-        "items": w["items"].to_numpy()[lasts], "bytes": w["bytes"].to_numpy()[lasts],
-        "peak_rss_bytes": np.fmax.reduceat(w["rss_peak_bytes"].to_numpy(), firsts) if len(w) else np.zeros(0),
-        "cpu_time_s": w["cpu_time_s"].to_numpy()[lasts]}).reindex(columns=[*ATTEMPT_COLUMNS, "cpu_time_s"])
-    for col in ("worker", "error", "crash_file"):
+        "items": w["items"][order[lasts]], "bytes": w["bytes"][order[lasts]],
+        "peak_rss_bytes": np.fmax.reduceat(w["rss_peak_bytes"][order], firsts) if n else np.zeros(0),
+        "cpu_time_s": w["cpu_time_s"][order[lasts]]}).reindex(columns=[*ATTEMPT_COLUMNS, "cpu_time_s"])
+    for col in ("stage", "worker", "outcome", "kind", "error", "crash_file"):
         attempts[col] = attempts[col].astype(object)
-    samples = w[status == RUNNING].assign(worker=None, disk_bytes=np.nan).reindex(columns=SAMPLE_COLUMNS)
-    samples["worker"] = samples["worker"].astype(object)
-    last_ts = float(w["ts"].max()) if len(w) else float("nan")
+    running = w["status"] == RUNNING  # samples keep the server's (seq) order
+    samples = pd.DataFrame({c: w[c][running] if c in w else np.full(int(running.sum()), np.nan)
+                            for c in SAMPLE_COLUMNS if c not in ("worker", "stage")})
+    samples.insert(SAMPLE_COLUMNS.index("stage") - 1, "stage",
+                   pd.Series(stage_names[w["stage"][running]], index=samples.index, dtype=object))
+    samples.insert(SAMPLE_COLUMNS.index("worker"), "worker", pd.Series(None, index=samples.index, dtype=object))
+    last_ts = float(ts.max()) if n else float("nan")
     stage_end = float(st["ts"].max()) if len(st) else float("nan")
     last = float(np.nanmax([last_ts, stage_end]))
     open_attempts = bool((outcome == "running").any())
     live = open_attempts and time.time() - last < HEARTBEAT_TIMEOUT_S
-    if (st["status"] == FAILED).any():
+    if (st["status"] == STATUSES[FAILED]).any():
         state = "failed"
     elif open_attempts:
         state = "running" if live else "interrupted"
-    elif len(st) and set(attempts["stage"]) <= set(st.loc[st["status"] == END, "stage"]):
+    elif len(st) and set(attempts["stage"]) <= set(st.loc[st["status"] == STATUSES[END], "stage"]):
         state = "succeeded"
     else:
         state = "unknown"
     ev = Evidence(job=rows.execution_id, source=f"{SCHEME}{rows.url.split('://', 1)[1]}/{rows.execution_id}",
                   now=time.time() if live else last, state=state, attempts=attempts, samples=samples,
                   stages=_stages(attempts, st), warnings=warnings, provenance=[PROVENANCE])
-    interval = _sample_interval(samples)
+    interval = _sample_interval(ts[status == RUNNING], np.cumsum(new_shard)[status == RUNNING])
     if interval:
         ev.config["heartbeat_interval"] = interval
     return ev
 
 
-def _sample_interval(samples: pd.DataFrame) -> float | None:
-    """The median gap between one shard attempt's RUNNING rows (Zephyr samples at its heartbeat
-    cadence, 5 s): the rows name no worker, so the analysis cannot measure it per worker."""
-    if len(samples) < 2:
-        return None
-    gaps = samples.groupby(["stage", "shard"], sort=False)["ts"].diff().dropna()
+def _stage_rows(rows: Rows, warnings: list[str]) -> pd.DataFrame:
+    """The zephyr.stage rows, one DataFrame row each (stage and status as strings)."""
+    import numpy as np
+    import pandas as pd
+
+    if rows.stage is None:
+        return pd.DataFrame({c: [] for c in STAGE_FIELDS.values()})
+    cols, names = _columns(rows.stage, STAGE_FIELDS, warnings, f"{rows.url} {STAGE_TABLE}")
+    cols["stage"], cols["status"] = names[cols["stage"]], np.array(STATUSES, dtype=object)[cols["status"]]
+    return pd.DataFrame(cols)
+
+
+def _sample_interval(ts, shard_serial) -> float | None:
+    """The median gap between a shard's consecutive RUNNING rows (`ts` sorted within each shard;
+    Zephyr samples at its heartbeat cadence, 5 s): the rows name no worker, so the analysis
+    cannot measure it per worker."""
+    import numpy as np
+
+    gaps = np.diff(ts)[(shard_serial[1:] == shard_serial[:-1])] if len(ts) > 1 else np.zeros(0)
     gaps = gaps[gaps > 0]
-    return round(float(gaps.median()), 3) if len(gaps) else None
+    return round(float(np.median(gaps)), 3) if len(gaps) else None
 
 
 STAGE_INDEX_RE = re.compile(r"^stage(\d+)-")
@@ -299,7 +374,7 @@ def _stages(attempts: pd.DataFrame, st: pd.DataFrame) -> list[StageInfo]:
         info = StageInfo(name=name, index=i, total=int(total if total is not None else shards.get(name, 0)),
                          start_ts=_float(first.get(name)))
         if row is not None:
-            info.end_ts = _float(row["ts"]) if row["status"] == END else None
+            info.end_ts = _float(row["ts"]) if row["status"] == STATUSES[END] else None
             info.totals = {k: float(row[k]) for k in STAGE_FIELDS.values()
                            if k not in ("stage", "status", "ts") and row[k] == row[k]}
             if info.start_ts is None and info.end_ts is not None and "elapsed_s" in info.totals:
