@@ -12,9 +12,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pandas as pd
-import requests
 
 from zephyr_debug import jobstore
+from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import (
     ATTEMPT_COLUMNS,
     SAMPLE_COLUMNS,
@@ -25,6 +25,7 @@ from zephyr_debug.model import (
     StageInfo,
     frame,
 )
+from zephyr_debug.sources import http
 
 FAILURE_KIND = {"exception": "task", "oom": "oom", "segv": "segv", "exit": "exit"}
 MAX_CRASH_TEXT = 1 << 20
@@ -181,8 +182,8 @@ def _serving(url: str | None, job: str) -> bool:
     if not url or urlsplit(url).hostname not in LOCAL_HOSTS:
         return False
     try:
-        return requests.get(url + "/job", timeout=1.0).json().get("execution_id") == job
-    except (requests.RequestException, ValueError, AttributeError):
+        return http.get_json(url + "/job", timeout=1.0).get("execution_id") == job
+    except (ZdebugError, AttributeError):
         return False
 
 

@@ -6,33 +6,24 @@ When the coordinator's job dir is readable here, its history is loaded too and t
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
-
-import requests
 
 from zephyr_debug import jobstore
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, frame
-from zephyr_debug.sources import jobdir
-
-TIMEOUT_S = 5.0
+from zephyr_debug.sources import http, jobdir
 
 
 def fetch(url: str, path: str) -> dict:
+    """One JSON object from the coordinator's HTTP API, within the shared deadline."""
+    reply = http.get(url.rstrip("/") + path, what="coordinator")
+    if reply.status != 200:
+        raise ZdebugError(f"{url}{path}: HTTP {reply.status} (is this a zdebug reference coordinator?)")
     try:
-        reply = requests.get(url.rstrip("/") + path, timeout=TIMEOUT_S)
-    except requests.ConnectionError:
-        raise ZdebugError(f"{url}: coordinator unreachable (connection refused or no such host)") from None
-    except requests.Timeout:
-        raise ZdebugError(f"{url}: coordinator did not answer within {TIMEOUT_S:.0f}s") from None
-    except requests.RequestException as exc:
-        raise ZdebugError(f"{url}: {exc}") from None
-    if reply.status_code != 200:
-        raise ZdebugError(f"{url}{path}: HTTP {reply.status_code} (is this a zdebug reference coordinator?)")
-    try:
-        data = reply.json()
-    except ValueError:
+        data = json.loads(reply.body)
+    except (ValueError, RecursionError):
         raise ZdebugError(f"{url}{path}: answer is not JSON (is this a zdebug reference coordinator?)") from None
     if not isinstance(data, dict):
         raise ZdebugError(f"{url}{path}: unexpected answer {str(data)[:60]!r}")
