@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 import requests
+from conftest import FAST, fast_stages
 
 from zephyr_debug import jobstore
 from zephyr_debug.reference import Job, JobConfig, parse_fault
-
-from conftest import FAST, fast_stages
 
 ZDEBUG = [sys.executable, "-m", "zephyr_debug.cli"]
 

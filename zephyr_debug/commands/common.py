@@ -11,7 +11,7 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer.core import TyperArgument, TyperCommand
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from zephyr_debug.errors import UsageError
 
@@ -45,6 +45,8 @@ def _set_timeout(seconds: float | None) -> float | None:
 
 TIMEOUT = typer.Option(None, "--timeout", metavar="SECONDS", show_default=False, callback=_set_timeout,
                        help="Give up on each network read (connect + whole answer) after SECONDS (default 15).")
+FINELOG = typer.Option(None, "--finelog", metavar="URL", show_default=False,  # sources/finelog.py
+                       help="Merge in Zephyr's per-shard telemetry of the job from the finelog server at URL.")
 EXIT_STATUS = typer.Option(False, "--exit-status", help="Exit 1 when the job failed or was interrupted "
                            "(or has findings of severity error).")
 
@@ -79,8 +81,33 @@ def examples(*lines: str) -> str:
     return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
 
 
+def _light_flags(params: list) -> list:
+    """typer >= 0.2x coerces even an unset flag (--help, --install-completion: None) through a
+    pydantic TypeAdapter, ~0.15 s of imports per run; a flag's value is already a bool or None."""
+    try:
+        from typer._coercion import PassThroughRuntimeParam
+    except ImportError:  # a typer without that layer: nothing to skip
+        return params
+    for param in params:
+        desc = getattr(param, "type_descriptor", None)
+        if desc is not None and desc.annotation is bool and getattr(param, "_runtime_param", False) is None:
+            param._runtime_param = PassThroughRuntimeParam(annotation=bool, parameter_info=desc.parameter_info)
+    return params
+
+
+class Group(TyperGroup):
+    """The root and `profile` groups: flags skip pydantic (`_light_flags`)."""
+
+    def get_params(self, ctx: Any) -> list:
+        return _light_flags(super().get_params(ctx))
+
+
 class Command(TyperCommand):
-    """Help without Python-type placeholders: arguments show only their metavar."""
+    """Help without Python-type placeholders (arguments show only their metavar); flags skip
+    pydantic (`_light_flags`)."""
+
+    def get_params(self, ctx: Any) -> list:
+        return _light_flags(super().get_params(ctx))
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         args, opts = [], []
@@ -101,8 +128,8 @@ class Command(TyperCommand):
 class App(typer.Typer):
     """`typer.Typer` whose commands use `Command` and plain (non-boxed) help."""
 
-    def __init__(self, **kwargs: Any):
-        super().__init__(rich_markup_mode=None, pretty_exceptions_enable=False, **kwargs)
+    def __init__(self, cls: type[TyperGroup] = Group, **kwargs: Any):
+        super().__init__(cls=cls, rich_markup_mode=None, pretty_exceptions_enable=False, **kwargs)
 
     def command(self, *args: Any, cls: type[TyperCommand] = Command, **kwargs: Any):  # type: ignore[override]
         return super().command(*args, cls=cls, **kwargs)
@@ -121,12 +148,13 @@ def job_target(job: str | None, prometheus: str | None = None, run: str | None =
     return job or "latest"
 
 
-def load_evidence(target: str, as_json: bool) -> Evidence:
-    """Load evidence; its warnings (skipped lines, ...) go to stderr unless JSON carries them."""
+def load_evidence(target: str, as_json: bool, finelog: str | None = None) -> Evidence:
+    """Load evidence (with `--finelog URL`'s telemetry merged in); its warnings (skipped lines, ...)
+    go to stderr unless JSON carries them."""
     from zephyr_debug.render.output import err_console
     from zephyr_debug.sources import load
 
-    ev = load(target)
+    ev = load(target, finelog)
     if not as_json:
         con = err_console()
         for warning in ev.warnings:

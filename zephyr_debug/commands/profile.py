@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer.core import TyperGroup
 
-from zephyr_debug.commands.common import JSON, TIMEOUT, App, examples
+from zephyr_debug.commands.common import JSON, TIMEOUT, App, Group, examples
 
 if TYPE_CHECKING:
     from zephyr_debug.profile.target import Target
@@ -31,7 +30,7 @@ NOTES = {"gil": "--gil keeps only GIL-holding samples: the waiting share is not 
          "no-idle": "--no-idle: idle threads were not sampled, so the waiting share is a lower bound"}
 
 
-class _RecordByDefault(TyperGroup):
+class _RecordByDefault(Group):
     """Anything that is not a subcommand goes to `record`."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
