@@ -1,6 +1,6 @@
-"""Grouping accuracy on the labeled corpus of real failures (tests/data/crashes/, built by its
-generate.py): pairwise precision/recall targets, and far fewer groups than exact-text hashing
-or the seed regex."""
+"""Grouping accuracy on the labeled corpora of real failures (tests/data/crashes/, built by its
+generate.py, and variations/, built by variations.py): pairwise precision/recall targets, and
+far fewer groups than exact-text hashing, the seed regex or Drain3."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import json
 import pytest
 
 from benchmarks import bench_crashes
-from benchmarks.bench_crashes import (CORPUS, PRECISION_TARGET, RECALL_TARGET, load_corpus, ours, pairwise, quality,
-                                      variants)
+from benchmarks.bench_crashes import (CORPORA, PRECISION_TARGET, RECALL_TARGET, extended_corpus, load_corpus, ours,
+                                      pairwise, quality, variants)
 
 
-def test_every_found_report_is_labeled_and_every_label_is_found():
-    crashes, truth = load_corpus()
+@pytest.mark.parametrize("root", CORPORA, ids=lambda p: p.name)
+def test_every_found_report_is_labeled_and_every_label_is_found(root):
+    crashes, truth = load_corpus(root)
     assert not [t for t in truth if t.startswith("<unlabeled")]
-    assert len(crashes) == len(json.loads((CORPUS / "labels.json").read_text()))
+    assert len(crashes) == len(json.loads((root / "labels.json").read_text()))
 
 
 def test_grouping_meets_precision_and_recall_targets_and_beats_the_baselines():
@@ -31,7 +32,7 @@ def test_grouping_meets_precision_and_recall_targets_and_beats_the_baselines():
 
 
 def test_fresh_values_temp_dirs_and_addresses_do_not_change_the_grouping():
-    crashes, truth = load_corpus()
+    crashes, truth = extended_corpus()
     again = variants(crashes, len(crashes), seed=7)
     assert ours(again) == ours(crashes)
     assert pairwise(ours(again), truth)["precision"] >= PRECISION_TARGET
@@ -44,3 +45,4 @@ def test_benchmark_reports_every_row_in_the_agreed_shape():
                for r in results.values())
     assert results["crashes_precision"]["meets"] and results["crashes_recall"]["meets"]
     assert results["crashes_fingerprint_throughput_1core"]["value"] > 0
+    assert results["crashes_directory_1000_wall"]["value"] > results["crashes_directory_1000_wall"]["baseline_value"]

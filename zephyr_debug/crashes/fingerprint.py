@@ -207,7 +207,8 @@ class Fingerprinter:
         stack = self.stack(text[start:] if end < 0 else text[start:end + 1], True) if start >= 0 else EMPTY
         signal = self.signals.get(fatal, fatal or "fatal error")
         raw = f"Fatal Python error: {fatal}" if fatal else "faulthandler dump"
-        code = _exit_code(text) if "exited with code" in text else None  # the parent's line, joined
+        at = text.rfind("exited with code")  # the parent's line, joined after the dump
+        code = _exit_code(text[at:]) if at >= 0 else None
         return self._make("segv", signal, self.norm.message(raw), stack.shown, None, ("segv", signal, *stack.key),
                           code)._replace(raw=raw)
 

@@ -156,4 +156,4 @@ BUGS = {
 }
 # Run by run_shard.py in a child: bug id -> (entry, exit code or None for a native crash).
 CHILD = {"segv-decode-block": ("decode_block", None), "abort-verify-footer": ("verify_footer", None),
-         "exit-1": ("finish_shard", 1), "exit-3": ("finish_shard", 3), "exit-75": ("finish_shard", 75)}
+         "exit-1": ("finish_shard", 1), "exit-code-3": ("finish_shard", 3), "exit-75": ("finish_shard", 75)}
