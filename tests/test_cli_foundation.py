@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -124,6 +125,10 @@ def test_demo_runs_a_small_job_and_leaves_a_job_dir(tmp_path):
     out = json.loads(proc.stdout)
     assert out["state"] == "succeeded" and out["faults"] == ["exception:1"]
     assert (Path(out["dir"]) / "crashes").is_dir()
+    assert out["url"].startswith("http://127.0.0.1:")
+    assert [c.split()[1] for c in out["next"]] == ["diagnose", "report", "watch"]
+    once = zdebug(*shlex.split(out["next"][2])[1:], home=tmp_path)  # as pasted: `zdebug watch ID --once`
+    assert once.returncode == 0 and out["job"] in once.stdout and "Ctrl-C" not in once.stdout, once.stderr
     assert_one_line_error(zdebug("demo", "--fault", "bogus:1", home=tmp_path), "unknown kind")
 
 
