@@ -178,7 +178,16 @@ class Evidence:
     config: dict[str, Any] = field(default_factory=dict)
     live: JobStatus | None = None  # the last get_status, when the source has one
     warnings: list[str] = field(default_factory=list)  # e.g. "skipped 12 unparseable lines"
+    # Workers' last_seen_ago counts from heartbeats (False: from the last log line naming them, which
+    # a busy worker may not write for a long time: silence there is not death).
+    heartbeat_ages: bool = True
     provenance: list[str] = field(default_factory=list)  # what it was built from, e.g. ["coordinator-log", "finelog"]
+    # (ts, worker, event) for "registered", "reregistered", "heartbeat-timeout" (worker churn), in time order
+    worker_events: list[tuple[float, str, str]] = field(default_factory=list)
+
+    # Facts of single log lines the tables do not hold, for the known failure modes (analyze/known.py):
+    # name -> [(ts, ...)] in log order; names and tuple fields in sources/timeline.py `_fact` calls.
+    log_facts: dict[str, list[tuple]] = field(default_factory=dict)
 
     def setting(self, name: str, default: Any) -> Any:
         value = self.config.get(name)

@@ -143,7 +143,8 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     found: list[Finding] = []
     if pool.all_dead:
         found.append(_all_dead(ev, pool, shards, steps, idle, prog))
-    fail_findings, covered = failures.findings(ev, shards, groups, steps, th, hb, idle)
+    solo = {stage: progress.alone(ev, stage) for stage in dict.fromkeys([*(s.name for s in ev.stages), *stats.index])}
+    fail_findings, covered = failures.findings(ev, shards, groups, steps, th, hb, idle, solo)
     found += fail_findings
     frozen = progress.frozen_items_s(ev, prog)
     gone = pool.all_dead
@@ -152,9 +153,12 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
             continue
         st = stats.loc[r.stage]
         view = causes.StageView(st["median_s"], st["p99_s"], st["cut_s"], int(st["peers"]),
-                                frozen if r.stage == prog.stage else 0.0)
+                                frozen if r.stage == prog.stage else 0.0, solo.get(r.stage))
         cost = Cost(held_s=float(r.held_s), idle_worker_hours=idle(r.stage, float(r.expected_end), float(r.end)))
         found.append(causes.straggler(r, view, hb, th, steps, cost))
+    if not gone:
+        found += _solo_tails(ev, shards, solo, {f.stage for f in found if f.stage and f.severity != INFO}, hb, th,
+                             steps, idle)
     stragglers = [f for f in found if f.kind in causes.STRAGGLER_KINDS]
     if frozen >= th.stuck_heartbeats * hb and not any(f.stage == prog.stage for f in stragglers) and not gone:
         found.append(causes.frozen_stage(prog, frozen, hb, steps))
@@ -204,6 +208,26 @@ def _idle_hours(ev: Evidence):
         return float(np.sum(free * np.diff(edges)) / 3600)
 
     return idle
+
+
+def _solo_tails(ev: Evidence, shards: pd.DataFrame, solo: dict, explained: set, hb: float, th: Thresholds,
+                steps: Steps, idle) -> list[Finding]:
+    """Stages whose status lines show one shard alone in flight for longer than `alone_shards`
+    typical runs, that no shard-level finding explains (a coordinator-only log)."""
+    out = []
+    for stage, al in solo.items():
+        if al is None or stage in explained or not al.shard_s > 0 or al.seconds < th.alone_shards * al.shard_s \
+                or al.seconds < th.min_held_heartbeats * hb:
+            continue
+        seen = shards["running"].to_numpy(dtype=bool) | shards["done"].to_numpy(dtype=bool) if len(shards) else []
+        mine = shards[seen & (shards["stage"] == stage) & (shards["end"] >= al.end - max(2 * hb, 10.0))] \
+            if len(shards) else shards
+        one = mine.iloc[0] if len(mine) == 1 else None
+        shard = int(one["shard"]) if one is not None else None
+        worker = one["worker"] if one is not None and isinstance(one["worker"], str) else None
+        cost = Cost(held_s=al.seconds, idle_worker_hours=idle(stage, al.start, al.end))
+        out.append(causes.solo_tail(stage, al, shard, worker, hb, th, steps, cost))
+    return out
 
 
 def _all_dead(ev: Evidence, pool: liveness.Pool, shards: pd.DataFrame, steps: Steps, idle,

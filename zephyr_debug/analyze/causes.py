@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from zephyr_debug.analyze.nextsteps import Steps
+from zephyr_debug.analyze.progress import Alone
 from zephyr_debug.analyze.thresholds import MIN_WORKER_SHARDS, Thresholds
 from zephyr_debug.findings import WARNING, Cost, Finding
 
@@ -29,6 +30,15 @@ class StageView:
     cut_s: float
     peers: int
     frozen_s: float  # status-line `items=` unchanged this long while only suspects were in flight
+    alone: Alone | None = None  # the stretch its last shard ran alone (status lines)
+
+    def alone_for(self, r, hb: float) -> Alone | None:
+        """The alone stretch when it is this shard's (it ran then and ended, or still runs, at its end)."""
+        a = self.alone
+        if a is None or a.shard_rate != a.shard_rate or not a.seconds > 0:
+            return None
+        near = max(2 * hb, 10.0)
+        return a if r.start <= a.start + near and abs(r.end - a.end) <= near + a.seconds * 0.05 else None
 
 
 def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost: Cost) -> Finding:
@@ -52,6 +62,9 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
                        else "no source names the shard's worker")
     if "slow-worker" not in causes and not stuck:
         causes += _data(r, slow_worker, th, lines, missing)
+    if not causes and not stuck and "slow-worker" not in causes:
+        causes += _alone_rate(r, stage.alone_for(r, hb), slow_worker and r.worker_speed > th.slow_worker_speed,
+                              th, lines, missing)
     if not causes:
         causes.append("undetermined")
         lines.append("cause undetermined: " + "; ".join(missing or ["the evidence cannot tell size, speed or a stall apart"]))
@@ -76,6 +89,11 @@ def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> 
     if not r.running and _known(r.plateau_s) and r.plateau_s >= need and r.stalled_s >= 0.5 * excess:
         lines.append(f"stalled {r.stalled_s:.0f}s in all (longest {r.plateau_s:.0f}s with no new items) while "
                      f"{r.worker} stayed alive")
+        return True
+    solo = stage.alone_for(r, hb)
+    if solo is not None and solo.frozen() and solo.seconds >= need:
+        lines.append(f"the status line's items= did not move for {solo.seconds:.0f}s while it was the only shard in "
+                     f"flight (a typical shard moves it by {solo.shard_rate * solo.seconds:,.0f} in that time)")
         return True
     if r.running and stage.frozen_s >= need:
         lines.append(f"the status line's items= did not move for {stage.frozen_s:.0f}s while only the tail's "
@@ -124,3 +142,51 @@ def frozen_stage(prog, frozen_s: float, hb: float, steps: Steps) -> Finding:
                              "this log does not name the shards in flight: worker lines (`iris job logs` with "
                              "children) or Zephyr's telemetry (--finelog) do"),
                    next=tuple(steps.playbook("stuck")), cost=Cost(held_s=frozen_s))
+
+
+def _alone_rate(r, solo: Alone | None, normal_elsewhere: bool, th: Thresholds, lines: list[str],
+                missing: list[str]) -> list[str]:
+    """Size evidence from the status line while the shard ran alone: its items= rate is that shard's."""
+    if solo is None or not solo.rate == solo.rate or solo.rate <= 0:
+        return []
+    ratio = solo.rate / solo.shard_rate
+    lines.append(f"while it ran alone ({solo.seconds:.0f}s) the stage's items= rose {solo.rate:,.1f}/s = {ratio:.2f}x "
+                 "a typical shard's rate")
+    if ratio >= th.normal_rate:
+        lines.append(f"a normal rate for {r.own_s / solo.shard_s:.1f}x a typical shard's run: a bigger input "
+                     f"(about {ratio * r.own_s / solo.shard_s:.0f}x the items)")
+        missing.clear()
+        return ["data-skew"]
+    if normal_elsewhere:
+        lines.append("a low rate on a worker that is normal elsewhere: its records are expensive (per-record cost skew)")
+        missing.clear()
+        return ["data-skew"]
+    return []
+
+
+def solo_tail(stage: str, solo: Alone, shard: int | None, worker: str | None, hb: float, th: Thresholds,
+              steps: Steps, cost: Cost) -> Finding:
+    """A stage held by one shard that a coordinator-only log cannot name: its status lines show one
+    shard in flight for longer than `alone_shards` typical runs (Little's law gives a typical run)."""
+    lines = [f"one shard ran alone for {solo.seconds:.0f}s = {solo.seconds / solo.shard_s:.1f}x a typical shard's "
+             f"run ({solo.shard_s:.0f}s: mean in flight / completions per second)"]
+    if solo.frozen() and solo.seconds >= th.stuck_heartbeats * hb:
+        lines.append(f"the status line's items= did not move meanwhile (a typical shard moves it by "
+                     f"{solo.shard_rate * solo.seconds:,.0f})")
+        kind = "stuck"
+    elif solo.rate == solo.rate and solo.rate > 0 and solo.rate / solo.shard_rate >= th.normal_rate:
+        lines.append(f"items= rose at {solo.rate / solo.shard_rate:.2f}x a typical shard's rate meanwhile: a bigger "
+                     "input at a normal speed")
+        kind = "data-skew"
+    else:
+        lines.append("cause undetermined: " + ("no item counts in the status lines" if solo.rate != solo.rate else
+                                               "a low item rate: a slow worker or expensive records")
+                     + "; worker lines or Zephyr's telemetry (--finelog) name the shard and tell")
+        kind = "undetermined"
+    if shard is None:
+        lines.append("this log does not name the shard (no worker lines)")
+    who = f"shard {shard}" if shard is not None else "its last shard"
+    return Finding(kind=kind, causes=(kind,), severity=WARNING, stage=stage, shard=shard, worker=worker,
+                   title=f"{stage} held by {who}: {kind}", evidence=tuple(lines),
+                   next=tuple(steps.for_straggler(kind, worker, shard if shard is not None else -1, live=True)),
+                   cost=cost)

@@ -52,8 +52,11 @@ def fingerprints(groups) -> dict[tuple[str, int], tuple[str, str, str]]:
 
 
 def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thresholds, hb: float,
-             idle_hours) -> tuple[list[Finding], set[tuple[str, int]]]:
-    """Crash-loop, dead-holder and recovered findings; and the (stage, shard) keys they cover."""
+             idle_hours, solo: dict) -> tuple[list[Finding], set[tuple[str, int]]]:
+    """Crash-loop, dead-holder and recovered findings; and the (stage, shard) keys they cover.
+    `solo`: stage -> `progress.Alone`, the stretch its last shard ran alone (a coordinator-only
+    log shows a requeued shard's rerun only there)."""
+    finished = {s.name for s in ev.stages if s.end_ts is not None}
     failed = shards[(shards["task_failures"] + shards["infra_failures"]) > 0]
     if not len(failed):
         return [], set()
@@ -71,9 +74,10 @@ def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thres
         key = (r.stage, int(r.shard))
         fp, kind, title = prints.get(key) or (f"{'infra' if r.infra_failures else 'task'}:{r.stage}",
                                                INFRA if r.infra_failures else "task", _error(ev, r))
-        if r.done:
-            if r.infra_failures and r.last_s >= th.min_excess_heartbeats * hb:
-                out.append(_lost_holder(ev, r, steps, idle_hours))
+        if r.done or r.stage in finished:
+            waited = _waited(r, solo.get(r.stage), th, hb)
+            if r.infra_failures and waited:
+                out.append(_lost_holder(ev, r, waited, steps, idle_hours))
                 covered.add(key)
             else:
                 recovered[(fp, title)].append(key)
@@ -120,16 +124,30 @@ def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thres
     return out, covered
 
 
-def _lost_holder(ev: Evidence, r, steps: Steps, idle_hours) -> Finding:
+def _waited(r, alone, th: Thresholds, hb: float) -> tuple[float, float, str] | None:
+    """(from, to, how we know) when its stage waited on the retry of a shard lost with its worker:
+    it ended last by more than an outlier's allowance, or (coordinator-only log) it was requeued
+    in the stretch where its stage ran one shard for longer than `alone_shards` typical shards."""
+    allowance = max(th.min_held_heartbeats * hb, r.allow_s if r.allow_s == r.allow_s else 0.0)
+    if r.done and r.last_s >= allowance and r.last_s > 0:
+        return float(r.end) - float(r.last_s), float(r.end), f"it ended last, {r.last_s:.0f}s after every other shard"
+    if r.done or alone is None or not alone.seconds >= th.alone_shards * alone.shard_s:
+        return None
+    failed_at = float(r.last_end) if r.last_end == r.last_end else np.nan  # no done attempt: its failure's end
+    if alone.start - alone.shard_s <= failed_at <= alone.end:
+        return alone.start, alone.end, (f"it was requeued while its stage waited {alone.seconds:.0f}s on one shard "
+                                        f"({alone.seconds / alone.shard_s:.1f}x a typical shard's run)")
+    return None
+
+
+def _lost_holder(ev: Evidence, r, waited: tuple[float, float, str], steps: Steps, idle_hours) -> Finding:
     reason = _reason(ev, r)
-    cost = Cost(held_s=float(r.last_s), idle_worker_hours=idle_hours(r.stage, float(r.end) - float(r.last_s),
-                                                                      float(r.end)),
-                burned_worker_hours=float(r.burned_s) / 3600)
+    t0, t1, how = waited
+    cost = Cost(held_s=t1 - t0, idle_worker_hours=idle_hours(r.stage, t0, t1), burned_worker_hours=float(r.burned_s) / 3600)
     return Finding(kind="dead-holder", causes=("dead-holder",), severity=WARNING, stage=r.stage, shard=int(r.shard),
                    worker=_worker(r), title=f"shard {int(r.shard)} of {r.stage}: lost with its worker, the stage "
                    "waited on its retry",
-                   evidence=(f"{int(r.infra_failures)} attempt(s) lost with their worker ({reason}); it ended last, "
-                             f"{r.last_s:.0f}s after every other shard of the stage",),
+                   evidence=(f"{int(r.infra_failures)} attempt(s) lost with their worker ({reason}); {how}",),
                    next=tuple(steps.for_workers("dead-holder")), cost=cost, elapsed_s=float(r.elapsed_s))
 
 

@@ -31,8 +31,10 @@ def heartbeat_timeout(ev: Evidence) -> float:
 
 def _alive_mask(ev: Evidence) -> pd.Series:
     w = ev.workers.drop_duplicates("worker", keep="last").set_index("worker")
-    seen = pd.to_numeric(w["last_seen_ago"], errors="coerce")
-    return w["state"].isin(ALIVE_STATES) & ~(seen > heartbeat_timeout(ev))
+    alive = w["state"].isin(ALIVE_STATES)
+    if not ev.heartbeat_ages:
+        return alive
+    return alive & ~(pd.to_numeric(w["last_seen_ago"], errors="coerce") > heartbeat_timeout(ev))
 
 
 def pool(ev: Evidence) -> Pool:

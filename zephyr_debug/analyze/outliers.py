@@ -63,7 +63,8 @@ def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     `outlier`, `end` (its end, or now while unfinished), `expected_end` of its stage (every shard
     stopped at the cut: a finished shard from its last attempt's start, an unfinished one from its
     first), `held_s` (how long it kept the stage open past that) and `last_s` (how long after every
-    other shard of its stage it ended; 0 unless it ended last)."""
+    other shard of its stage it ended; 0 unless it ended last) and `allow_s` (cut - median: the
+    lateness an outlier is allowed before it counts)."""
     cut = shards["stage"].map(stats["cut_s"]).astype(float).to_numpy()
     running = shards["running"].to_numpy(dtype=bool)
     done = shards["done"].to_numpy(dtype=bool)
@@ -80,7 +81,8 @@ def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     ends = pd.Series(end)
     top = ends.groupby(stage).transform("max").to_numpy()
     second = ends.groupby(stage).transform(lambda e: e.nlargest(2).iloc[-1] if len(e) > 1 else np.nan).to_numpy()
-    out = shards.assign(own_s=own, outlier=own > cut, end=end, expected_end=expected)
+    allowance = cut - shards["stage"].map(stats["median_s"]).astype(float).to_numpy()
+    out = shards.assign(own_s=own, outlier=own > cut, end=end, expected_end=expected, allow_s=allowance)
     out["held_s"] = np.clip(np.nan_to_num(end - expected), 0, None)
     out["last_s"] = np.where((end == top) & ~np.isnan(second), np.nan_to_num(end - second), 0.0)
     return out

@@ -98,7 +98,7 @@ def frozen_items_s(ev: Evidence, prog: Progress) -> float:
     st = ev.status
     if not len(st) or "items" not in st or not prog.tail or ev.state != "running":
         return 0.0
-    mine = st[st["stage"] == prog.stage]
+    mine = st[(st["stage"] == prog.stage) & pd.to_numeric(st["items"], errors="coerce").notna()]
     items = pd.to_numeric(mine["items"], errors="coerce").to_numpy(dtype=float)
     ts = pd.to_numeric(mine["ts"], errors="coerce").to_numpy(dtype=float)
     tail = (pd.to_numeric(mine["queue_depth"], errors="coerce").to_numpy() == 0) & \
@@ -155,3 +155,61 @@ def _int(value) -> int:
     except (TypeError, ValueError):
         return 0
     return 0 if math.isnan(number) else int(number)
+
+
+@dataclass(frozen=True)
+class Alone:
+    """A stage's last shard running alone (queue empty, one in flight), as its status lines see it:
+    the stage's item count then moves only by that shard's progress."""
+
+    start: float
+    end: float
+    rate: float  # items/s of the shard while alone (NaN without item counts)
+    shard_rate: float  # a typical shard's items/s over the stage: items per shard / seconds per shard
+    shard_s: float  # a typical shard's run time (Little's law: mean in flight / completions per second)
+    step: float  # the smallest change of the printed item count (status lines print 3 digits: 1.09K)
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    def frozen(self) -> bool:
+        """No visible progress although a typical shard would have moved the count 3 steps."""
+        return self.rate == 0 and self.shard_rate * self.seconds >= 3 * self.step
+
+
+def alone(ev: Evidence, stage: str) -> Alone | None:
+    """The stage's final stretch with exactly one shard in flight, when its status lines show one."""
+    st = ev.status
+    if not len(st):
+        return None
+    mine = st[st["stage"] == stage]
+    ts = pd.to_numeric(mine["ts"], errors="coerce").to_numpy(dtype=float)
+    flight = pd.to_numeric(mine["in_flight"], errors="coerce").to_numpy(dtype=float)
+    queued = pd.to_numeric(mine["queue_depth"], errors="coerce").to_numpy(dtype=float)
+    done = pd.to_numeric(mine["completed"], errors="coerce").to_numpy(dtype=float)
+    items = pd.to_numeric(mine["items"], errors="coerce").to_numpy(dtype=float) if "items" in mine else \
+        np.full(len(mine), np.nan)
+    solo = (flight == 1) & (queued == 0)
+    if len(ts) < 3 or not solo.any():
+        return None
+    last = int(np.flatnonzero(solo)[-1])
+    first = last
+    while first > 0 and solo[first - 1]:
+        first -= 1
+    busy = ~solo & (queued > 0)
+    span = ts[busy].max() - ts[busy].min() if busy.sum() >= 2 else np.nan
+    completions = (done[busy].max() - done[busy].min()) / span if span and span > 0 else np.nan
+    shard_s = float(np.nanmean(flight[busy]) / completions) if completions and completions > 0 else np.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        known = ~np.isnan(items)
+        k = np.flatnonzero(known & solo)
+        k = k[k >= first]
+        rate = (items[k[-1]] - items[k[0]]) / (ts[k[-1]] - ts[k[0]]) if len(k) >= 2 and ts[k[-1]] > ts[k[0]] \
+            else np.nan
+        per = np.flatnonzero(known & (done > 0))
+        per_shard = items[per[-1]] / done[per[-1]] if len(per) else np.nan
+        values = np.unique(items[known])[-12:]  # the printed resolution near the stage's final count
+        step = float(np.diff(values).min()) if len(values) > 1 else np.inf
+    return Alone(float(ts[first]), float(ts[last]), float(rate), float(per_shard / shard_s) if shard_s else np.nan,
+                 shard_s, step)

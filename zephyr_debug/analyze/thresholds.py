@@ -23,6 +23,7 @@ class Thresholds:
     min_finished: float = 0.75  # a running stage is judged once this share finished (Spark's speculation gate)
     min_excess_heartbeats: float = 4.0  # ... and the cut is at least this many heartbeat intervals above the median
     min_held_heartbeats: float = 1.0  # ... and it kept its stage open at least this many intervals past the rest
+    alone_shards: float = 2.0  # a coordinator-only log: one shard alone in flight this many typical runs = a straggler
     # -- causes
     stuck_heartbeats: int = 8  # no new items for this many heartbeat intervals while the holder lives = stuck
     skew_items: float = 1.5  # size (items / input chunks) >= this x the stage median = bigger input

@@ -129,6 +129,7 @@ def _from_logs(path: Path, parts: dict[str, list]) -> Evidence:
 def _overlay_status(ev: Evidence, status: JobStatus, file: Path) -> None:
     """The get_status snapshot becomes the live view, a status row, and worker states."""
     ev.live = status
+    ev.heartbeat_ages = True
     ev.fatal_error = ev.fatal_error or status.fatal_error
     if status.fatal_error:
         ev.state = "failed"

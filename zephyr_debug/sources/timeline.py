@@ -50,7 +50,9 @@ class Timeline:
         self.last_ts: float | None = None
         self.all_dead: list[float] = []
         self.registered_any = False
+        self.worker_events: list[tuple[float, str, str]] = []
         self.source_now = source
+        self.facts: dict[str, list[tuple]] = {}
 
     # -- events --------------------------------------------------------------------------
     def event(self, name: str, ts: float | None, g: list, source: str, line: int | None, block: str | None) -> None:
@@ -68,6 +70,10 @@ class Timeline:
         if row["registered"] is None and "workers" in g:  # older form: `…, 488 workers`
             row["registered"] = int(g["workers"])
         self._stage(stage, row["total"])
+        self._fact("status_exec", ts, g.get("exec"), row["alive"])
+        last = self.status[-1] if self.status else None
+        if last is not None and last["stage"] == stage and row["completed"] > last["completed"] and ts is not None:
+            self.progress = max(self.progress or ts, ts)  # completions a coordinator-only log shows no other way
         self.status.append({"ts": ts, "stage": stage, "retries": None, "items": human_number(g.get("items")), **row})
 
     def on_tasks_completed(self, ts, g, *_):
@@ -85,6 +91,7 @@ class Timeline:
             if info.end_ts is None and info.name != g["stage"]:
                 info.end_ts = ts
         info = self._stage(g["stage"], int(g["n"]))
+        self._fact("stage_start", ts, g.get("exec"), g["stage"], info.start_ts is not None and info.end_ts is None)
         info.start_ts = ts if info.start_ts is None else info.start_ts
         self.progress = ts
 
@@ -172,15 +179,18 @@ class Timeline:
     def on_registered(self, ts, g, *_):
         self.registered_any = True
         self._worker(g["worker"], ts, state="ready", shard=None, reason=None)
+        self._churn(ts, g["worker"], "registered")
 
     def on_reregistering(self, ts, g, *_):
         self._worker(g["worker"], ts, state="ready", shard=None, reason="re-registered")
+        self._churn(ts, g["worker"], "reregistered")
 
     def on_heartbeat_timeout(self, ts, g, *_):
         worker, ago = g["worker"], float(g["secs"])
         w = self._worker(worker, None, state="failed", reason=f"heartbeat timeout after {ago:.1f}s")
         if ts is not None:
             w["last_seen"] = max(w.get("last_seen") or -math.inf, ts - ago)
+        self._churn(ts, worker, "heartbeat-timeout")
 
     def on_stale(self, ts, g, *_):
         row = self.attempts.get((self._current_stage(), int(g["shard"]), int(g["attempt"])))
@@ -218,7 +228,27 @@ class Timeline:
     def on_pipeline(self, ts, g, *_):
         self.job = g["exec"]
 
+    def on_rpc_retry(self, ts, g, *_):
+        self._fact("rpc_retry", ts, g["op"], g["method"], int(g["n"]), int(g["max"]), g.get("error", ""))
+
+    def on_connect_error(self, ts, g, *_):
+        self._fact("connect_error", ts, g.get("worker"))
+
+    def on_worker_group(self, ts, g, *_):
+        self._fact("worker_group", ts, int(g["n"]), int(g["max"]), int(g["shards"]))
+
     # -- helpers -------------------------------------------------------------------------
+    def _fact(self, name: str, ts, *fields) -> None:
+        """One line's fact for Evidence.log_facts: status_exec (ts, exec, alive), stage_start (ts, exec,
+        stage, already running), rpc_retry (ts, op, method, n, max, error), connect_error (ts, worker),
+        worker_group (ts, workers, max_workers, num_shards)."""
+        if ts is not None:
+            self.facts.setdefault(name, []).append((ts, *fields))
+
+    def _churn(self, ts, worker: str, event: str) -> None:
+        if ts is not None:
+            self.worker_events.append((ts, worker, event))
+
     def _stage(self, name: str, total: int) -> StageInfo:
         info = self.stages.get(name)
         if info is None:
@@ -285,12 +315,18 @@ class Timeline:
     # -- result --------------------------------------------------------------------------
     def finish(self) -> Evidence:
         now = self.last_ts if self.last_ts is not None else 0.0
+        last = self.status[-1] if self.status else None
+        if self.shutdown and not self.fatal and last is not None and last["completed"] < last["total"] \
+                and self.stages.get(last["stage"], StageInfo("", 0, 0)).end_ts is None:
+            self.fatal = (f"the coordinator shut down with {last['total'] - last['completed']} of {last['total']} "
+                          f"shards of {last['stage']} unfinished (the abort reason is not in this log)")
         state = "failed" if self.fatal else ("succeeded" if self.shutdown else "running")
         if state == "succeeded":
             for info in self.stages.values():
                 if info.end_ts is None:
                     info.end_ts = now
         ev = Evidence(job=self.job, source=self.source, now=now, state=state)
+        ev.heartbeat_ages = False
         ev.stages = sorted(self.stages.values(), key=lambda s: s.index)
         status = pd.DataFrame(self.status) if self.status else None
         ev.status = frame(status.sort_values("ts", kind="stable").to_dict("records") if status is not None else [],
@@ -301,7 +337,9 @@ class Timeline:
                              "last_seen_ago": None if w["last_seen"] is None else round(now - w["last_seen"], 3)}
                             for w in self.workers.values()], WORKER_COLUMNS)
         ev.crashes = self.crashes
+        ev.worker_events = sorted(self.worker_events)
         ev.counters = self.counters
+        ev.log_facts = self.facts
         ev.fatal_error = self.fatal_detail if self.fatal_detail and self.fatal and \
             self.fatal.split(",")[0] in self.fatal_detail else self.fatal
         ev.progress_time = self.progress
