@@ -46,6 +46,9 @@ def _fail(x: int) -> int:
 
 
 def _run(scenario: str, url: str) -> None:
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     import zephyr.execution
     import zephyr.runners
     import zephyr.stats
@@ -109,7 +112,8 @@ def runs(server, tmp_path_factory) -> dict[str, str]:
     for proc in procs:
         assert proc.wait(timeout=300) == 0
     ids = _executions(server.address)
-    return {name: f"finelog://127.0.0.1:{server.port}/{ids[name]}" for name in ("tail", "fail")}
+    return {**{name: f"finelog://127.0.0.1:{server.port}/{ids[name]}" for name in ("tail", "fail")},
+            "tail.log": str(root / "tail.log")}
 
 
 def zdebug(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
@@ -191,6 +195,23 @@ def test_merge_fills_numbers_and_names_workers(runs, server):
     assert ev.attempts.set_index("shard")["items"].to_dict() == tel.attempts.set_index("shard")["items"].to_dict()
     assert (ev.samples["worker"] == "w-1").all() and len(ev.samples) == len(tel.samples)
     assert ev.stages[0].totals == tel.stages[0].totals
+
+
+@pytest.mark.slow
+def test_real_log_with_finelog_option(runs, server):
+    """The run's own coordinator log plus `--finelog URL`: the log's workers, telemetry's numbers."""
+    log = load(runs["tail.log"])
+    ev = load(runs["tail.log"], server.address)
+    assert ev.provenance[-1] == "finelog" and len(ev.provenance) == 2
+    assert len(ev.attempts) == len(log.attempts) and ev.attempts["worker"].notna().all()
+    done = ev.attempts[ev.attempts["outcome"] == "done"].set_index("shard")
+    assert done["items"].to_dict() == {i: ROWS * (SKEW_X if i == SKEW else 1) for i in range(8)}
+    assert done["peak_rss_bytes"].notna().all()
+    assert set(ev.samples["worker"].dropna()) <= set(log.attempts["worker"])
+    assert ev.samples["worker"].notna().sum() >= len(load(runs["tail"]).samples) * 0.9
+    report = json.loads(zdebug("stragglers", runs["tail.log"], "--finelog", server.address, "--json").stdout)
+    found = {f["shard"]: f for f in report["findings"]}
+    assert found[SKEW]["cause"] == "data-skew" and found[SKEW]["worker"]
 
 
 @pytest.mark.slow

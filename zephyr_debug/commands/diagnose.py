@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from zephyr_debug.commands.common import EXIT_STATUS, JOB, JSON, TIMEOUT, examples, exit_status, load_evidence
+from zephyr_debug.commands.common import EXIT_STATUS, FINELOG, JOB, JSON, TIMEOUT, examples, exit_status, load_evidence
 from zephyr_debug.commands.status import STALL_MINUTES
 
 
@@ -18,6 +18,7 @@ def register(app: typer.Typer) -> None:
         stall_minutes: float = STALL_MINUTES,
         exit_with_status: bool = EXIT_STATUS,
         timeout: float = TIMEOUT,
+        finelog: str = FINELOG,
         as_json: bool = JSON,
     ) -> None:
         """What is wrong with a job, most costly first, with the playbook and next command for each."""
@@ -26,7 +27,7 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render import diagnose as view
         from zephyr_debug.render.output import print_json
 
-        result = analyze(load_evidence(job, as_json), Thresholds(stall_s=stall_minutes * 60), target=job)
+        result = analyze(load_evidence(job, as_json, finelog), Thresholds(stall_s=stall_minutes * 60), target=job)
         print_json(result.to_json()) if as_json else view.render(result)
         if exit_with_status:
             raise typer.Exit(exit_status(result.state, has_errors=result.has_errors))

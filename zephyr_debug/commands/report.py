@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from zephyr_debug.commands.common import JOB, JSON, TIMEOUT, Default, examples, load_evidence
+from zephyr_debug.commands.common import FINELOG, JOB, JSON, TIMEOUT, Default, examples, load_evidence
 from zephyr_debug.errors import ZdebugError
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
         top: int = typer.Option(Default("zephyr_debug.render.report", "Limits.top_workers"), "--top", min=1,
                                 metavar="N", help="Workers in the memory/disk charts."),
         timeout: float = TIMEOUT,
+        finelog: str = FINELOG,
         as_json: bool = JSON,
     ) -> None:
         """Write a self-contained HTML report (opens offline): shard timeline per stage, progress with
@@ -51,7 +52,7 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render.output import console, print_json
         from zephyr_debug.render.report import Limits, render
 
-        ev = load_evidence(job, as_json)
+        ev = load_evidence(job, as_json, finelog)
         parts = analyses(ev)
         text = render(ev, **parts, limits=Limits(top_workers=top))
         path = (output or default_path(ev)).absolute()

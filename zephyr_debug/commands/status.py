@@ -10,6 +10,7 @@ from zephyr_debug.commands.common import (
     JSON,
     PROMETHEUS,
     RUN,
+    FINELOG,
     TIMEOUT,
     Default,
     examples,
@@ -34,6 +35,7 @@ def register(app: typer.Typer) -> None:
         stall_minutes: float = STALL_MINUTES,
         exit_with_status: bool = EXIT_STATUS,
         timeout: float = TIMEOUT,
+        finelog: str = FINELOG,
         as_json: bool = JSON,
     ) -> None:
         """Status of a job, the outcome in one line and the worst findings."""
@@ -44,7 +46,7 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render.output import print_json
 
         target = job_target(job, prometheus, run)
-        ev = load_evidence(target, as_json)
+        ev = load_evidence(target, as_json, finelog)
         result = analyze(ev, Thresholds(stall_s=stall_minutes * 60), target=job or target)
         print_json(result.status_json(listing(ev))) if as_json else view.render(result)
         if exit_with_status:

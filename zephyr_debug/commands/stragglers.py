@@ -9,6 +9,7 @@ from zephyr_debug.commands.common import (
     JSON,
     PROMETHEUS,
     RUN,
+    FINELOG,
     TIMEOUT,
     Default,
     examples,
@@ -54,6 +55,7 @@ def register(app: typer.Typer) -> None:
         memory_near: float = typer.Option(_th("memory_near"), min=0.0, max=1.0, metavar="SHARE", help="RSS above "
                                           "this share of the memory limit counts as OOM evidence."),
         timeout: float = TIMEOUT,
+        finelog: str = FINELOG,
         as_json: bool = JSON,
     ) -> None:
         """Shards that hold their stage up, with the cause the evidence supports (data-skew, slow-worker,
@@ -69,5 +71,5 @@ def register(app: typer.Typer) -> None:
                         stuck_heartbeats=stuck_heartbeats, skew_items=skew_items, normal_rate=normal_rate,
                         slow_worker_speed=slow_worker_speed, memory_near=memory_near)
         target = job_target(job, prometheus, run)
-        result = analyze(load_evidence(target, as_json), th, target=job or target)
+        result = analyze(load_evidence(target, as_json, finelog), th, target=job or target)
         print_json(result.stragglers_json()) if as_json else view.render(result)

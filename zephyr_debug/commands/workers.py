@@ -6,7 +6,7 @@ from enum import StrEnum
 
 import typer
 
-from zephyr_debug.commands.common import JOB, JSON, TIMEOUT, examples, load_evidence
+from zephyr_debug.commands.common import FINELOG, JOB, JSON, TIMEOUT, examples, load_evidence
 
 
 class Sort(StrEnum):
@@ -25,6 +25,7 @@ def register(app: typer.Typer) -> None:
                                   help="Rank by current/peak memory, disk or CPU."),
         top: int = typer.Option(0, min=0, metavar="N", help="Show only the first N (0 = all)."),
         timeout: float = TIMEOUT,
+        finelog: str = FINELOG,
         as_json: bool = JSON,
     ) -> None:
         """Workers ranked by memory, disk or CPU, with state, last seen, shards held and outlier marks."""
@@ -32,5 +33,5 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render import workers as view
         from zephyr_debug.render.output import print_json
 
-        report = rank(load_evidence(job, as_json), sort.value, top or None)
+        report = rank(load_evidence(job, as_json, finelog), sort.value, top or None)
         print_json(report) if as_json else view.render(report)

@@ -22,27 +22,29 @@ FILE_LOADERS: list[Callable[[Path], Evidence | None]] = [evidencedir.load]
 
 def load(target: str, finelog_url: str | None = None) -> Evidence:
     """The evidence of `target`; with `finelog_url`, Zephyr's telemetry of the same execution merged in."""
-    ev = _load(target)
+    kind, ev = _load(target)
+    ev.provenance = ev.provenance or [kind]
     return finelog.merge(ev, finelog_url) if finelog_url else ev
 
 
-def _load(target: str) -> Evidence:
+def _load(target: str) -> tuple[str, Evidence]:
+    """(what the evidence is built from, the evidence)."""
     if finelog.is_target(target):  # finelog://HOST:PORT/<execution_id>: Zephyr's own telemetry
-        return finelog.load(target)
+        return "finelog", finelog.load(target)
     if prometheus.is_target(target):  # prometheus+http://HOST:9090?run=EXEC_ID
-        return prometheus.load(target)
+        return "prometheus", prometheus.load(target)
     if iris.is_target(target):  # iris://HOST:PORT/<job-id>: a live Iris cluster
-        return iris.load(target)
+        return "iris", iris.load(target)
     if target.startswith(("http://", "https://")):
-        return live.load(target)
+        return "coordinator", live.load(target)
     path = Path(target)
     if path.is_dir() and jobstore.is_job_dir(path):
-        return jobdir.load(path)
+        return "job-dir", jobdir.load(path)
     if path.exists():
         for loader in FILE_LOADERS:
             evidence = loader(path)
             if evidence is not None:
-                return evidence
+                return "zephyr-output", evidence
         kind = "directory" if path.is_dir() else "file"
         raise EvidenceError(f"{target}: {kind} holds no evidence zdebug can read (no events.jsonl, no Zephyr logs)")
-    return jobdir.load(jobstore.resolve_job(target))
+    return "job-dir", jobdir.load(jobstore.resolve_job(target))

@@ -420,7 +420,8 @@ def attach(ev: Evidence, tel: Evidence) -> Evidence:
         t = tel.attempts.reset_index(drop=True)
         left = pd.DataFrame({"stage": t["stage"].astype(object), "shard": t["shard"].astype(float),
                              "ts": t["start_ts"].astype(float), "t": np.arange(len(t))})
-        right = pd.DataFrame({"stage": a["stage"].astype(object), "shard": pd.to_numeric(a["shard"], errors="coerce"),
+        right = pd.DataFrame({"stage": a["stage"].astype(object),
+                              "shard": pd.to_numeric(a["shard"], errors="coerce").astype(float),
                               "ts": pd.to_numeric(a["start_ts"], errors="coerce") - MATCH_SLACK_S,
                               "end": pd.to_numeric(a["end_ts"], errors="coerce") + MATCH_SLACK_S,
                               "a": np.arange(len(a))}).dropna(subset=["shard", "ts"])
