@@ -41,7 +41,9 @@ class Scenario:
     seed: int
     item_s: float  # median time per record
     items: int = 20  # median records per shard
-    fault: str = ""  # skew | stuck | raise | flaky | sigkill | hang
+    items_sigma: float = ITEMS_SIGMA
+    reduce_s: float = 0.0  # > 0: a group_by stage follows, its reducer takes this per record
+    fault: str = ""  # skew | stuck | raise | flaky | sigkill | hotkey (in the reduce stage)
     shard: int | None = None  # the faulty shard
     context: dict = field(default_factory=dict)  # extra ZephyrContext arguments
     expect: tuple = ()  # (shard, cause) pairs the evidence supports
@@ -58,6 +60,8 @@ class Scenario:
 SCENARIOS = {s.name: s for s in [
     # Natural spread only: log run time sd ~0.4 (wider than the issue's 48 s median / 80 s p99 stage).
     Scenario("healthy", shards=30, workers=6, seed=11, item_s=0.5),
+    # The same with sigma 0.5 on item counts (log run time sd ~0.6): the slowest shard runs 4.6x the median.
+    Scenario("healthy-wide", shards=30, workers=6, seed=11, item_s=0.5, items_sigma=0.5),
     # Shard 33 holds 12x the records at the normal per-record cost; it runs late, in the tail. The
     # status lines' items= rise at the stage's usual rate while it is alone in flight.
     Scenario("skew", shards=40, workers=4, seed=23, item_s=0.15, fault="skew", shard=33,
@@ -79,20 +83,48 @@ SCENARIOS = {s.name: s for s in [
     Scenario("alldead", shards=30, workers=3, seed=71, item_s=0.6, fault="", context={
         "heartbeat_timeout": 1.0, "no_workers_timeout": 8.0, "max_execution_retries": 0},
         job=("all-workers-dead",)),
+    # Map, then group_by: one hot key routes SKEW x a reduce shard's records to reduce shard 27. In the
+    # reduce stage items= counts reducer outputs (flat while the hot key is reduced); the size evidence
+    # is that shard's `ScatterReader for shard 27: … max_chunk_rows=…` line.
+    Scenario("hotkey", shards=30, workers=4, seed=83, item_s=0.02, reduce_s=0.1, fault="hotkey", shard=27,
+             expect=((27, "data-skew"),)),
 ]}
 
 
-def plan(sc: Scenario) -> list[tuple[int, list[float]]]:
-    """Per shard: its record times (lognormal count, per-shard cost and per-record jitter)."""
+def plan(sc: Scenario) -> list[tuple[int, list[float], list[float]]]:
+    """Per shard: its record times (lognormal count, per-shard cost and per-record jitter) and those
+    of its hot-key records."""
     rng = random.Random(sc.seed)
     spec = []
     for shard in range(sc.shards):
-        n = max(1, round(rng.lognormvariate(math.log(sc.items), ITEMS_SIGMA)))
+        n = max(1, round(rng.lognormvariate(math.log(sc.items), sc.items_sigma)))
         cost = rng.lognormvariate(math.log(sc.item_s), COST_SIGMA)
         if sc.fault == "skew" and shard == sc.shard:
             n, cost = SKEW * sc.items, sc.item_s  # far more records at the normal cost
-        spec.append((shard, [cost * rng.lognormvariate(0, JITTER_SIGMA) for _ in range(n)]))
+        spec.append((shard, [cost * rng.lognormvariate(0, JITTER_SIGMA) for _ in range(n)],
+                     [sc.item_s] * round(SKEW * sc.items / sc.shards) if sc.fault == "hotkey" else []))
     return spec
+
+
+def records(spec: tuple[int, list[float], list[float]]) -> list[tuple[int, int, float]]:
+    """(shard, index, seconds) of a shard's records; hot-key records have negative indices."""
+    shard, times, hot = spec
+    return [(shard, i, t) for i, t in enumerate(times)] + [(shard, -1 - i, t) for i, t in enumerate(hot)]
+
+
+def hot_key(sc: Scenario) -> str:
+    """The first `hot-K` that Zephyr's shuffle routes to reduce shard `sc.shard`."""
+    from zephyr.shard_keys import deterministic_hash
+
+    return next(f"hot-{k}" for k in range(10_000) if deterministic_hash(f"hot-{k}") % sc.shards == sc.shard)
+
+
+def reduce_group(key: str, records, seconds: float) -> tuple[str, int]:
+    n = 0
+    for _ in records:
+        time.sleep(seconds)
+        n += 1
+    return key, n
 
 
 _failed_once: set[int] = set()  # the flaky shard's first attempt (workers are threads of this process)
@@ -122,9 +154,14 @@ def run(sc: Scenario, out: Path) -> None:
     from zephyr.runners import SubprocessRunner
 
     fault, faulty = sc.fault, sc.shard
-    ds = (Dataset.from_list(plan(sc))
-          .flat_map(lambda s: [(s[0], i, t) for i, t in enumerate(s[1])])
-          .map(lambda item: record(item, fault, faulty)))
+    ds = Dataset.from_list(plan(sc)).flat_map(records)
+    if sc.reduce_s:
+        hot, seconds = hot_key(sc), sc.reduce_s
+        ds = (ds.map(lambda item: (hot if item[1] < 0 else f"{item[0]}:{item[1]}", record(item, fault, faulty)))
+              .group_by(key=lambda kv: kv[0], reducer=lambda key, group: reduce_group(key, group, seconds),
+                        num_output_shards=sc.shards))
+    else:
+        ds = ds.map(lambda item: record(item, fault, faulty))
     factory = (lambda n: SubprocessRunner(num_workers=n)) if fault == "sigkill" else None
     ctx = ZephyrContext(max_workers=sc.workers, stage_runner_factory=factory, **sc.context)
     poller = StatusPoller(out)
