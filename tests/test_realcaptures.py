@@ -13,40 +13,17 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
+from zephyr_debug.analyze.analysis import analyze
+from zephyr_debug.findings import CAUSES, ERROR, WARNING, Finding
 from zephyr_debug.sources import load
 
 CAPTURES = Path(__file__).parent / "data" / "realcaptures"
 NAMES = sorted(p.name for p in CAPTURES.iterdir() if (p / "truth.json").is_file())
 LIVE = "crashloop"  # the fastest scenario (~30 s), re-run live by the slow test
-SEVERE = ("error", "warning")  # Finding severities that report a fault (the rest is information)
-
-
-class Seen(NamedTuple):
-    kind: str
-    causes: tuple[str, ...]
-    severity: str
-    stage: str | None
-    shard: int | None
-    shards: tuple[int, ...]
-
-
-def findings(ev) -> list[Seen]:
-    """The analysis pass's findings, causes limited to the vocabulary; until `analyze.analysis`
-    exists, the stragglers analyzer's (every one a warning)."""
-    if importlib.util.find_spec("zephyr_debug.analyze.analysis") is None:
-        from zephyr_debug.analyze.stragglers import analyze
-
-        return [Seen(f["cause"], tuple(f["causes"]), "warning", f["stage"], f["shard"], (f["shard"],))
-                for f in analyze(ev)["findings"]]
-    from zephyr_debug.analyze.analysis import analyze
-    from zephyr_debug.findings import CAUSES
-
-    return [Seen(f.kind, tuple(c for c in f.causes or (f.kind,) if c in CAUSES), f.severity, f.stage, f.shard,
-                 f.all_shards) for f in analyze(ev).findings]
+SEVERE = (ERROR, WARNING)  # severities that report a fault (the rest is information)
 
 
 @functools.cache
@@ -55,8 +32,13 @@ def truth(name: str) -> dict:
 
 
 @functools.cache
-def seen(name: str) -> list[Seen]:
-    return findings(load(str(CAPTURES / name)))
+def findings(name: str) -> tuple[Finding, ...]:
+    return tuple(analyze(load(str(CAPTURES / name))).findings)
+
+
+def causes(f: Finding) -> set[str]:
+    """The finding's causes from the vocabulary (`aborted`, `crash-group`, … are not causes)."""
+    return {c for c in f.causes or (f.kind,) if c in CAUSES}
 
 
 def test_captures_are_committed():
@@ -68,26 +50,26 @@ def test_captures_are_committed():
 @pytest.mark.parametrize("name", NAMES)
 def test_shard_findings_match_the_truth(name):
     want = {(e["stage"], e["shard"], e["cause"]) for e in truth(name)["expect"]}
-    got = {(f.stage, s, c) for f in seen(name) if f.shard is not None and f.severity in SEVERE
-           for s in f.shards for c in f.causes}
+    got = {(f.stage, s, c) for f in findings(name) if f.shard is not None and f.severity in SEVERE
+           for s in f.all_shards for c in causes(f)}
     assert got == want, f"{name}: reported {sorted(got)}, truth {sorted(want)}"
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_job_findings_match_the_truth(name):
-    got = {c for f in seen(name) if f.shard is None and f.severity in SEVERE for c in f.causes}
+    got = {c for f in findings(name) if f.shard is None and f.severity in SEVERE for c in causes(f)}
     assert got == set(truth(name)["job"]), f"{name}: job-level {sorted(got)}"
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if truth(n)["healthy"]])
 def test_healthy_captures_have_no_warning(name):
-    assert [f for f in seen(name) if f.severity in SEVERE] == []
+    assert [f.title for f in findings(name) if f.severity in SEVERE] == []
 
 
 @pytest.mark.parametrize("name,info", [(n, i) for n in NAMES for i in truth(n)["info"]])
 def test_recovered_shards_are_information(name, info):
-    assert any(f.kind == info["kind"] and f.severity not in SEVERE and info["shard"] in f.shards
-               for f in seen(name)), f"{name}: shard {info['shard']} not reported as {info['kind']}"
+    assert any(f.kind == info["kind"] and f.severity not in SEVERE and info["shard"] in f.all_shards
+               for f in findings(name)), f"{name}: shard {info['shard']} not reported as {info['kind']}"
 
 
 def shape(ev, truth: dict) -> dict:
