@@ -105,7 +105,7 @@ def get(url: str, params: dict | None = None, *, timeout: float | None = None, m
             declared = reply.getheader("Content-Length")
             if declared and declared.isdigit() and int(declared) > max_bytes:
                 raise EvidenceError(f"{url}: {what} answer of {int(declared):,} bytes is over the limit of "
-                                  f"{max_bytes:,}")
+                                    f"{max_bytes:,}")
             chunks = []
             while chunk := reply.read1(CHUNK_BYTES):
                 got += len(chunk)
@@ -127,7 +127,7 @@ def _explain(url: str, what: str, exc: Exception, seconds: float, got: int, late
     if late or isinstance(exc, TimeoutError):
         sent = f" (sent {got:,} bytes of its answer)" if got else ""
         return EvidenceError(f"{url}: {what} did not answer within {seconds:g}s{sent}; "
-                           "--timeout SECONDS to wait longer")
+                             "--timeout SECONDS to wait longer")
     if isinstance(exc, http.client.IncompleteRead):
         return EvidenceError(f"{url}: {what} closed the connection mid-answer after {got:,} bytes")
     if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):

@@ -17,7 +17,7 @@ import pickle
 import pickletools
 from dataclasses import dataclass
 
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError, ZdebugError
 
 
 @dataclass(frozen=True)
@@ -86,11 +86,11 @@ def plain_data(data: bytes, limits: Limits = LIMITS):
 
 
 def _unreadable(exc: Exception) -> ZdebugError:
-    return ZdebugError(f"unreadable actor reply ({type(exc).__name__}: {' '.join(str(exc).split())[:80]})")
+    return EvidenceError(f"unreadable actor reply ({type(exc).__name__}: {' '.join(str(exc).split())[:80]})")
 
 
 def _over(what: str, limit: int) -> ZdebugError:
-    return ZdebugError(f"actor reply refused: {what} over the limit of {limit:,} (zephyr_debug.sources.unpickle.LIMITS)")
+    return EvidenceError(f"actor reply refused: {what} over the limit of {limit:,} (zephyr_debug.sources.unpickle.LIMITS)")
 
 
 def _check_stream(data: bytes, limits: Limits) -> None:
