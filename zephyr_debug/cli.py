@@ -19,7 +19,7 @@ from zephyr_debug.errors import ZdebugError
 
 # Subcommand modules; each has `register(app)`.
 COMMANDS = ["demo", "jobs", "status", "diagnose", "stragglers", "workers", "crashes", "watch", "report",
-            "profile", "dump", "playbook", "observe"]
+            "profile", "dump", "playbook", "observe", "counters"]
 
 
 def _version(value: bool) -> None:

@@ -184,6 +184,8 @@ class Evidence:
     provenance: list[str] = field(default_factory=list)  # what it was built from, e.g. ["coordinator-log", "finelog"]
     # (ts, worker, event) for "registered", "reregistered", "heartbeat-timeout" (worker churn), in time order
     worker_events: list[tuple[float, str, str]] = field(default_factory=list)
+    # (ts, worker, event) for "registered", "reregistered", "heartbeat-timeout" (worker churn), in time order
+    worker_events: list[tuple[float, str, str]] = field(default_factory=list)
 
     # Facts of single log lines the tables do not hold, for the known failure modes (analyze/known.py):
     # name -> [(ts, ...)] in log order; names and tuple fields in sources/timeline.py `_fact` calls.

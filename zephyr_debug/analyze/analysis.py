@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from zephyr_debug.analyze import causes, failures, liveness, outliers, progress, shardtable, speed
+from zephyr_debug.analyze import causes, churn, counters, failures, liveness, outliers, progress, shardtable, speed
 from zephyr_debug.analyze.nextsteps import Steps, is_live
 from zephyr_debug.analyze.tail import Episode, episodes, stage_bounds
 from zephyr_debug.analyze.thresholds import Thresholds
@@ -170,6 +170,7 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     stall = progress.stalled(ev, th.stall_s)
     if stall is not None:
         found.append(stall)
+    found += counters.findings(ev, steps, found) + churn.findings(ev, steps, found)
     found.sort(key=lambda f: (SEVERITIES.index(f.severity), -f.cost.worker_hours, -f.cost.held_s,
                               -(f.elapsed_s or 0.0)))
     rows = _stage_rows(ev, stats)

@@ -141,6 +141,7 @@ class Coordinator:
         else:
             self.done = True
             self.events.write("pipeline_done", stages=len(self.stages))
+            self._log_final_counters()
 
     def _abort(self, error: str) -> None:
         if self.done:
@@ -149,6 +150,12 @@ class Coordinator:
         self.done = True
         self.log.error(zephyrlog.ABORTED.format(error=error.splitlines()[0]))
         self.events.write("abort", stage=self.stage_name, fatal_error=error)
+        self._log_final_counters()
+
+    def _log_final_counters(self) -> None:
+        """Zephyr's shutdown line: the job's counters, built-in and user."""
+        if self.counters:
+            self.log.info(zephyrlog.FINAL_COUNTERS.format(counters=dict(self.counters)))
 
     # -- worker API ------------------------------------------------------------------
     def register(self, worker_id: str, pid: int | None = None) -> dict:
@@ -222,7 +229,7 @@ class Coordinator:
             for name, value in (counters or {}).items():
                 self.counters[name] += value
             self.events.write("shard_done", stage=self.stage_name, shard=shard, attempt=attempt, worker=worker_id,
-                              elapsed_s=round(elapsed_s, 4), items=items, bytes=bytes, **extra)
+                              elapsed_s=round(elapsed_s, 4), items=items, bytes=bytes, counters=counters, **extra)
             if self.completed == len(self.shards):
                 self._finish_stage()
             return {"ok": True}
@@ -356,7 +363,15 @@ class Coordinator:
         self.events.write("status", stage=status.stage, completed=status.completed, total=status.total,
                           in_flight=status.in_flight, queue_depth=status.queue_depth, retries=status.retries,
                           alive=alive, registered=len(self.workers), dead=len(self.workers) - alive,
-                          progress_time=self.progress_time)
+                          progress_time=self.progress_time,
+                          items=self._stage_items())
+
+    def _stage_items(self) -> int:
+        """Items of the current stage so far: completed shards plus in-flight snapshots (as Zephyr's
+        get_counters merges them)."""
+        live = sum(int(w.sample.get("items") or 0) for w in self.workers.values()
+                   if w.shard is not None and w.sample.get("shard") == w.shard)
+        return int(self.counters["zephyr/item_count"] - self._stage_items_at_start) + live
 
     # -- read side -------------------------------------------------------------------
     def get_status(self, now: float | None = None) -> JobStatus:

@@ -2,6 +2,7 @@
 
 Options: `xF` (slow-down / data factor), `always` or `times=N` (how many attempts fail),
 `stage=K` (which stage, default 0), `secs=S` (hang length; default: until the job ends).
+Stage faults target a stage: `slow-stage:K:xF`, `drop-records:K:RATE` (RATE a share, e.g. 0.05).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ KINDS: dict[str, tuple[str, float, int | None]] = {
     "segfault": ("shard", 1.0, 1),  # real SIGSEGV via ctypes
     "kill-worker": ("worker", 1.0, 1),  # worker process group SIGKILLed mid-shard, once
     "kill-all-workers": ("shard", 1.0, 1),  # every worker SIGKILLed once this shard starts
+    "slow-stage": ("stage", 10.0, None),  # every shard of stage K takes x as long (CPU and I/O)
+    "drop-records": ("stage", 0.05, None),  # stage K drops this share of its records (user counter)
 }
 
 
@@ -61,6 +64,8 @@ def parse(spec: str) -> Fault:
                 fields["factor"] = float(option[1:])
             elif option == "always":
                 fields["times"] = None
+            elif KINDS[kind][0] == "stage" and option.replace(".", "", 1).isdigit():
+                fields["factor"] = float(option)  # drop-records:K:RATE
             elif option.startswith(("times=", "stage=", "secs=")):
                 name, value = option.split("=", 1)
                 fields[{"secs": "seconds"}.get(name, name)] = float(value) if name == "secs" else int(value)
@@ -68,6 +73,8 @@ def parse(spec: str) -> Fault:
                 raise ValueError(option)
         except ValueError:
             raise ZdebugError(f"--fault {spec}: bad option {option!r} (xF, always, times=N, stage=K, secs=S)") from None
+    if KINDS[kind][0] == "stage":
+        fields["stage"] = int(parts[0])
     return Fault(kind, int(parts[0]), **fields)
 
 

@@ -23,15 +23,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from zephyr_debug.reference.faults import Fault, from_dicts
+from zephyr_debug.reference.faults import KINDS, Fault, from_dicts
 
 Progress = Callable[[int, int], None]
 OOM_STEP_BYTES = 32 << 20
+USER_COUNTERS = ("records_in", "dropped_records", "valid_records")  # zephyr.counters.increment names
 OOM_SAFETY_CAP_BYTES = 6 << 30  # never let a missing watchdog take the machine down
 
 
 def run_shard(task: dict, faults: list[Fault], scratch: Path, progress: Progress, worker_index: int) -> dict:
-    """Process one shard in chunks; returns {"items", "bytes", "output"}."""
+    """Process one shard in chunks; returns {"items", "bytes", "output", "counters"} (user counters)."""
     work = task["work"]
     stage, shard, attempt = task["stage_index"], task["shard"], task["attempt"]
     rows = int(work.get("rows", 20_000))
@@ -40,27 +41,36 @@ def run_shard(task: dict, faults: list[Fault], scratch: Path, progress: Progress
     fired = {f.kind: f for f in faults if f.hits(stage, shard, attempt)}
     slow = max([f.factor for f in faults if f.kind == "slow-worker" and f.target == worker_index] or [1.0])
     kill = [f for f in faults if f.kind == "kill-worker" and f.target == worker_index and f.stage == stage]
+    staged = {f.kind: f.factor for f in faults if KINDS[f.kind][0] == "stage" and f.target == stage}
+    counters = dict.fromkeys(USER_COUNTERS, 0)
     if "skew-shard" in fired:
         rows = int(rows * fired["skew-shard"].factor)
     rng = np.random.default_rng(1000 * stage + shard)
     outputs, items, nbytes = [], 0, 0
     for start in range(0, rows, chunk_rows):
+        began = time.perf_counter()
         frame = _make_chunk(rng, min(chunk_rows, rows - start), start)
         if start <= rows // 2 < start + chunk_rows:  # the chunk holding the midpoint: once
             _midway_faults(fired, frame, shard)
             if kill:
                 _kill_own_worker(scratch, kill[0])
-        outputs.append(_transform(frame))
+        dropped = _dropped(frame, staged.get("drop-records", 0.0))
+        counters["records_in"] += len(frame)
+        counters["dropped_records"] += int(dropped.sum())
+        counters["valid_records"] += int((~dropped).sum())
+        outputs.append(_transform(frame[~dropped]))
         if "slow-shard" in fired:
             _expensive_records(frame["text"], pace * (fired["slow-shard"].factor - 1))
         time.sleep(pace * slow)  # the I/O part of the shard (reading the input split)
+        if "slow-stage" in staged:  # the whole chunk (CPU and I/O) takes F times as long
+            time.sleep((staged["slow-stage"] - 1) * (time.perf_counter() - began))
         items += len(frame)
         nbytes += int(frame.memory_usage(deep=True).sum())
         progress(items, nbytes)
     scratch.mkdir(parents=True, exist_ok=True)
     out = scratch / f"stage{stage}-shard{shard:05d}-a{attempt}.parquet"
     pq.write_table(pa.Table.from_pandas(pd.concat(outputs), preserve_index=False), out)
-    return {"items": items, "bytes": nbytes, "output": str(out)}
+    return {"items": items, "bytes": nbytes, "output": str(out), "counters": counters}
 
 
 def _make_chunk(rng: np.random.Generator, n: int, offset: int) -> pd.DataFrame:
@@ -71,6 +81,15 @@ def _make_chunk(rng: np.random.Generator, n: int, offset: int) -> pd.DataFrame:
         "value": rng.normal(size=n),
         "text": pd.Series(keys).map(lambda k: f"user-{k:04d}-" + "x" * int(k % 17)),
     })
+
+
+def _dropped(frame: pd.DataFrame, rate: float) -> pd.Series:
+    """Records the shard drops: out-of-range values (about 0.13% naturally), plus a
+    deterministic `rate` share of rows with the drop-records fault."""
+    natural = frame["value"].abs() > 3.2
+    if not rate:
+        return natural
+    return natural | ((frame["row"] * 2654435761) % 10_000 < rate * 10_000)
 
 
 def _transform(frame: pd.DataFrame) -> pd.DataFrame:
@@ -140,10 +159,12 @@ def _native_decode() -> None:
 
 
 def _kill_own_worker(scratch: Path, fault: Fault) -> None:
-    """SIGKILL the worker's whole process group (worker + shard child), once per fault:
-    a marker in the scratch dir keeps the respawned worker from doing it again."""
-    marker = scratch / f".fault-{fault.kind}-{fault.target}"
-    if marker.exists():
+    """SIGKILL the worker's whole process group (worker + shard child), `times` times per fault
+    (once by default): markers in the scratch dir keep the respawned worker from doing it again."""
+    markers = [scratch / (f".fault-{fault.kind}-{fault.target}" + (f"-{n}" if n else ""))
+               for n in range(fault.times or 1)]
+    marker = next((m for m in markers if not m.exists()), None)
+    if marker is None:
         return
     scratch.mkdir(parents=True, exist_ok=True)
     marker.touch()

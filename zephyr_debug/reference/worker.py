@@ -128,7 +128,7 @@ class Worker:
         if outcome.ok:
             self.log.info(zephyrlog.SHARD_DONE.format(worker=self.id, shard=shard, secs=outcome.elapsed_s))
             self.call("/report_result", **key, elapsed_s=outcome.elapsed_s, items=outcome.result["items"],
-                      bytes=outcome.result["bytes"], **extra)
+                      bytes=outcome.result["bytes"], counters=outcome.result.get("counters"), **extra)
             return
         self.log.error(zephyrlog.WORKER_ERROR.format(worker=self.id, shard=shard))
         self.log.raw(outcome.error)

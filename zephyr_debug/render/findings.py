@@ -12,7 +12,9 @@ from zephyr_debug.render.output import clean
 SEVERITY_STYLE = {ERROR: "bold red", "warning": "yellow", INFO: "dim"}
 KIND_STYLE = {"all-workers-dead": "bold red", "crash-loop": "red", "oom": "red", "aborted": "red",
               "dead-holder": "magenta", "stuck": "yellow", "stalled": "yellow", "slow-worker": "cyan",
-              "data-skew": "blue", "undetermined": "white", "recovered": "green"}
+              "data-skew": "blue", "undetermined": "white", "recovered": "green",
+              "throughput-cliff": "cyan", "throughput-drop": "cyan", "counter-per-item": "blue",
+              "counter-few-shards": "blue", "flapping-worker": "magenta", "requeue-burst": "magenta"}
 INDENT = "     "
 
 

@@ -29,6 +29,7 @@ from zephyr_debug.sources import http
 
 FAILURE_KIND = {"exception": "task", "oom": "oom", "segv": "segv", "exit": "exit"}
 MAX_CRASH_TEXT = 1 << 20
+CHURN = {"re-registered": "reregistered", "heartbeat timeout": "heartbeat-timeout"}  # worker_state reason -> event
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}  # 0.0.0.0: `zdebug demo --host 0.0.0.0`
 
 
@@ -68,7 +69,8 @@ def load(job_dir: Path) -> Evidence:
             row = attempts.setdefault((e["stage"], e["shard"], e["attempt"]), {
                 "stage": e["stage"], "shard": e["shard"], "attempt": e["attempt"], "worker": e["worker"]})
             row.update(end_ts=ts, items=e.get("items"), bytes=e.get("bytes"), returncode=e.get("returncode"),
-                       peak_rss_bytes=e.get("peak_rss_bytes"), crash_file=e.get("crash_file"))
+                       peak_rss_bytes=e.get("peak_rss_bytes"), crash_file=e.get("crash_file"),
+                       counters=e.get("counters"))
             start = row.get("start_ts")
             row["elapsed_s"] = e.get("elapsed_s") or (ts - start if start else None)
             if kind == "shard_done":
@@ -96,6 +98,9 @@ def load(job_dir: Path) -> Evidence:
             w["pid"] = e.get("pid", w.get("pid"))
             if e.get("reason") == "re-registered":
                 w["shard"] = None
+            churn = "registered" if kind == "worker_registered" else CHURN.get(e.get("reason"))
+            if churn:
+                ev.worker_events.append((ts, e["worker"], churn))
         elif kind == "oom_kill":
             oom_killed[e["worker"]] = ts
         elif kind == "abort":
@@ -104,8 +109,8 @@ def load(job_dir: Path) -> Evidence:
             ended = True
             ev.state = e.get("state", "unknown")
     ev.stages = sorted(stages.values(), key=lambda s: s.index)
-    ev.status = frame(status_rows, STATUS_COLUMNS)
-    ev.attempts = frame(list(attempts.values()), ATTEMPT_COLUMNS + ["failure", "reason"])
+    ev.status = frame(status_rows, STATUS_COLUMNS + ["items"])
+    ev.attempts = frame(list(attempts.values()), ATTEMPT_COLUMNS + ["failure", "reason", "counters"])
     ev.samples = frame(samples, SAMPLE_COLUMNS)
     if not ended:
         running = launcher_pid is not None and _pid_alive(launcher_pid) and _serving(ev.config.get("url"), ev.job)

@@ -51,6 +51,7 @@ class Timeline:
         self.all_dead: list[float] = []
         self.registered_any = False
         self.worker_events: list[tuple[float, str, str]] = []
+        self.worker_events: list[tuple[float, str, str]] = []
         self.source_now = source
         self.facts: dict[str, list[tuple]] = {}
 
@@ -180,9 +181,11 @@ class Timeline:
         self.registered_any = True
         self._worker(g["worker"], ts, state="ready", shard=None, reason=None)
         self._churn(ts, g["worker"], "registered")
+        self._churn(ts, g["worker"], "registered")
 
     def on_reregistering(self, ts, g, *_):
         self._worker(g["worker"], ts, state="ready", shard=None, reason="re-registered")
+        self._churn(ts, g["worker"], "reregistered")
         self._churn(ts, g["worker"], "reregistered")
 
     def on_heartbeat_timeout(self, ts, g, *_):
@@ -190,6 +193,7 @@ class Timeline:
         w = self._worker(worker, None, state="failed", reason=f"heartbeat timeout after {ago:.1f}s")
         if ts is not None:
             w["last_seen"] = max(w.get("last_seen") or -math.inf, ts - ago)
+        self._churn(ts, worker, "heartbeat-timeout")
         self._churn(ts, worker, "heartbeat-timeout")
 
     def on_stale(self, ts, g, *_):
@@ -238,6 +242,10 @@ class Timeline:
         self._fact("worker_group", ts, int(g["n"]), int(g["max"]), int(g["shards"]))
 
     # -- helpers -------------------------------------------------------------------------
+    def _churn(self, ts, worker: str, event: str) -> None:
+        if ts is not None:
+            self.worker_events.append((ts, worker, event))
+
     def _fact(self, name: str, ts, *fields) -> None:
         """One line's fact for Evidence.log_facts: status_exec (ts, exec, alive), stage_start (ts, exec,
         stage, already running), rpc_retry (ts, op, method, n, max, error), connect_error (ts, worker),
@@ -337,6 +345,7 @@ class Timeline:
                              "last_seen_ago": None if w["last_seen"] is None else round(now - w["last_seen"], 3)}
                             for w in self.workers.values()], WORKER_COLUMNS)
         ev.crashes = self.crashes
+        ev.worker_events = sorted(self.worker_events)
         ev.worker_events = sorted(self.worker_events)
         ev.counters = self.counters
         ev.log_facts = self.facts
