@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from zephyr_debug.analyze.stragglers import analyze
+from zephyr_debug.analyze.analysis import analyze
 from zephyr_debug.analyze.workers import rank
 from zephyr_debug.model import ATTEMPT_COLUMNS, SAMPLE_COLUMNS, WORKER_COLUMNS, Evidence, StageInfo
 
@@ -73,8 +73,12 @@ def build(shards: int = 1_000_000, workers: int = 10_000, stages: int = 10, seed
                   stages=[StageInfo(stage_names[i], i, per_stage, start_ts=i * 1000.0,
                                     end_ts=None if i == stages - 1 else i * 1000.0 + 900) for i in range(stages)])
     key = list(zip(attempts["stage"], attempts["shard"]))
-    truth = {"data-skew": {key[i] for i in np.flatnonzero(skew & ~running)},
-             "slow-worker": {key[i] for i in np.flatnonzero(slow & ~running & ~skew)},
+    # A straggler held its stage: it ended after every shard untouched by a fault (+ a heartbeat).
+    end = start + secs
+    natural = pd.Series(np.where(skew | slow | running, -np.inf, end)).groupby(stage_idx).transform("max").to_numpy()
+    late = ~running & (end > natural + HB)
+    truth = {"data-skew": {key[i] for i in np.flatnonzero(skew & late)},
+             "slow-worker": {key[i] for i in np.flatnonzero(slow & late & ~skew)},
              "stuck": {key[i] for i in np.flatnonzero(hung)}}
     return ev, truth
 
@@ -98,8 +102,9 @@ def run(quick: bool = False) -> dict:
 
     baseline_s, _, _ = _best_of(lambda: ev.attempts.groupby("stage")["elapsed_s"].median(), repeat)
     value_s, cpu_s, (report, workers) = _best_of(analysis, repeat)
-    found = {c: {(f["stage"], f["shard"]) for f in report["findings"] if f["cause"] == c} for c in truth}
-    flagged = {(f["stage"], f["shard"]) for f in report["findings"]}
+    shard_findings = [f for f in report.problems if f.shard is not None]
+    found = {c: {(f.stage, f.shard) for f in shard_findings if c in f.causes} for c in truth}
+    flagged = {(f.stage, f.shard) for f in shard_findings}
     injected = set().union(*truth.values())
     recall = {c: len(found[c] & truth[c]) / max(len(truth[c]), 1) for c in truth}
     precision = len(flagged & injected) / max(len(flagged), 1)

@@ -60,19 +60,10 @@ def score(truth: dict, findings) -> Score:
 
 
 def findings_of(ev) -> list[Finding]:
-    """THE analysis being scored. Today: `diagnose` (stragglers + status + crash groups) as typed
-    Findings; once the one analysis pass lands this becomes
-    `return list(analysis.analyze(ev).findings)`."""
-    from zephyr_debug.analyze import diagnose
-    from zephyr_debug.crashes.cluster import job_groups
+    """THE analysis being scored: the one pass every command renders."""
+    from zephyr_debug.analyze.analysis import analyze
 
-    out = []
-    for f in diagnose.diagnose(ev, job_groups(ev))["findings"]:
-        shard = f.get("shard")
-        causes = tuple(f.get("causes") or (f["cause"],)) if shard is not None else (f["cause"],)
-        out.append(Finding(kind=f["cause"], title=f["title"], causes=causes, stage=f.get("stage"), shard=shard,
-                           shards=(shard,) if shard is not None else ()))
-    return out
+    return list(analyze(ev).findings)
 
 
 def score_dir(path: Path) -> tuple[Score, float, int]:

@@ -59,6 +59,13 @@ ATTEMPT_COLUMNS = [
     "crash_file",  # path of the full crash text, when there is one
     "peak_rss_bytes",  # subprocess runner: child's peak RSS (from wait4)
     "returncode",  # subprocess runner: child's return code
+    "failure",  # oom | segv | exit | exception: what the error text says ended it
+    "reason",  # why an INFRA attempt was lost (heartbeat timeout, re-registered, ...)
+    "generation",  # Zephyr's `Total generation` of an infra requeue
+    "input_chunks",  # reduce stage: ScatterReader's total chunks (its items count outputs, one per key)
+    "max_chunk_rows",  # reduce stage: ScatterReader's largest chunk
+    "counters",  # per-attempt user counters, when the source has them
+    "cpu_time_s",  # CPU seconds of the attempt (Zephyr's telemetry)
 ]
 
 # Heartbeat resource/progress samples, one row per worker per heartbeat.
@@ -182,8 +189,6 @@ class Evidence:
     # a busy worker may not write for a long time: silence there is not death).
     heartbeat_ages: bool = True
     provenance: list[str] = field(default_factory=list)  # what it was built from, e.g. ["coordinator-log", "finelog"]
-    # (ts, worker, event) for "registered", "reregistered", "heartbeat-timeout" (worker churn), in time order
-    worker_events: list[tuple[float, str, str]] = field(default_factory=list)
     # (ts, worker, event) for "registered", "reregistered", "heartbeat-timeout" (worker churn), in time order
     worker_events: list[tuple[float, str, str]] = field(default_factory=list)
 

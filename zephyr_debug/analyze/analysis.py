@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from zephyr_debug.analyze import causes, churn, counters, failures, liveness, outliers, progress, shardtable, speed
+from zephyr_debug.analyze import causes, churn, counters, failures, known, liveness, outliers, progress, shardtable, speed
 from zephyr_debug.analyze.nextsteps import Steps, is_live
 from zephyr_debug.analyze.tail import Episode, episodes, stage_bounds
 from zephyr_debug.analyze.thresholds import Thresholds
@@ -128,10 +128,10 @@ def heartbeat_interval(ev: Evidence) -> float:
 def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = None) -> Analysis:
     hb = heartbeat_interval(ev)
     steps = Steps(target or ev.job, is_live(ev))
-    prog = progress.latest(ev)
+    shards = shardtable.build(ev, hb, th)
+    prog = progress.latest(ev, shards)
     tail = tuple(episodes(ev))
     pool = liveness.pool(ev)
-    shards = shardtable.build(ev, hb, th)
     stats = outliers.stage_stats(shards, {s.name: s.total for s in ev.stages}, progress.queue_empty(ev, prog), hb, th)
     shards = outliers.held(shards, stats, ev.now)
     shards = liveness.add_holders(speed.add_speed(shards, stats), ev)
@@ -171,6 +171,7 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     if stall is not None:
         found.append(stall)
     found += counters.findings(ev, steps, found) + churn.findings(ev, steps, found)
+    found = known.findings(ev, found, steps)
     found.sort(key=lambda f: (SEVERITIES.index(f.severity), -f.cost.worker_hours, -f.cost.held_s,
                               -(f.elapsed_s or 0.0)))
     rows = _stage_rows(ev, stats)

@@ -17,6 +17,7 @@ from zephyr_debug.analyze.thresholds import MIN_WORKER_SHARDS, Thresholds
 from zephyr_debug.findings import WARNING, Cost, Finding
 
 STRAGGLER_KINDS = ("stuck", "slow-worker", "data-skew", "undetermined")
+FROZEN_LINES = 3  # status lines (one per heartbeat interval) in a row with the same items= while a shard runs alone
 METRICS = ("size", "size_ratio", "rate", "rate_ratio", "worker_speed", "worker_shards",
            "cpu", "cpu_ratio", "plateau_s", "stalled_s", "plateau_now_s", "held_s")
 
@@ -63,7 +64,8 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
     if "slow-worker" not in causes and not stuck:
         causes += _data(r, slow_worker, th, lines, missing)
     if not causes and not stuck and "slow-worker" not in causes:
-        causes += _alone_rate(r, stage.alone_for(r, hb), slow_worker and r.worker_speed > th.slow_worker_speed,
+        causes += _alone_rate(r, None if r.size_is_rows else stage.alone_for(r, hb),
+                              slow_worker and r.worker_speed > th.slow_worker_speed,
                               th, lines, missing)
     if not causes:
         causes.append("undetermined")
@@ -90,12 +92,12 @@ def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> 
         lines.append(f"stalled {r.stalled_s:.0f}s in all (longest {r.plateau_s:.0f}s with no new items) while "
                      f"{r.worker} stayed alive")
         return True
-    solo = stage.alone_for(r, hb)
-    if solo is not None and solo.frozen() and solo.seconds >= need:
+    solo = None if r.size_is_rows else stage.alone_for(r, hb)  # a reduce stage's items= count outputs
+    if solo is not None and solo.frozen() and solo.seconds >= max(th.alone_shards * solo.shard_s, FROZEN_LINES * hb):
         lines.append(f"the status line's items= did not move for {solo.seconds:.0f}s while it was the only shard in "
                      f"flight (a typical shard moves it by {solo.shard_rate * solo.seconds:,.0f} in that time)")
         return True
-    if r.running and stage.frozen_s >= need:
+    if r.running and stage.frozen_s >= need and not r.size_is_rows:
         lines.append(f"the status line's items= did not move for {stage.frozen_s:.0f}s while only the tail's "
                      "shards were in flight")
         return True
@@ -104,14 +106,16 @@ def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> 
 
 def _data(r, worker_known: bool, th: Thresholds, lines: list[str], missing: list[str]) -> list[str]:
     """data-skew from size evidence, or from a normal size run slowly on a worker normal elsewhere."""
-    size_known, rate_known = _known(r.size_ratio), _known(r.rate_ratio)
+    size_known, rate_known = _known(r.size_ratio), _known(r.rate_ratio) and not r.size_is_rows
     if size_known:
-        lines.append(f"input {_count(r.size)} ({r.size_ratio:.1f}x the stage median)"
+        what = "input rows (ScatterReader: chunks x largest chunk)" if r.size_is_rows else "items"
+        lines.append(f"{what} {_count(r.size)} ({r.size_ratio:.1f}x the stage median)"
                      + (f" at {r.rate_ratio:.2f}x the stage median rate" if rate_known else ""))
     else:
         missing.append("no item or byte counts for this shard (heartbeats, counters or Zephyr's telemetry: "
                        "--finelog)")
-    if size_known and r.size_ratio >= th.skew_items and (not rate_known or r.rate_ratio >= th.normal_rate):
+    if size_known and r.size_ratio >= th.skew_items and (r.size_is_rows or not rate_known
+                                                         or r.rate_ratio >= th.normal_rate):
         return ["data-skew"]
     normal_elsewhere = worker_known and r.worker_speed > th.slow_worker_speed
     if rate_known and r.rate_ratio < th.normal_rate and normal_elsewhere:
@@ -170,7 +174,7 @@ def solo_tail(stage: str, solo: Alone, shard: int | None, worker: str | None, hb
     shard in flight for longer than `alone_shards` typical runs (Little's law gives a typical run)."""
     lines = [f"one shard ran alone for {solo.seconds:.0f}s = {solo.seconds / solo.shard_s:.1f}x a typical shard's "
              f"run ({solo.shard_s:.0f}s: mean in flight / completions per second)"]
-    if solo.frozen() and solo.seconds >= th.stuck_heartbeats * hb:
+    if solo.frozen() and solo.seconds >= FROZEN_LINES * hb:
         lines.append(f"the status line's items= did not move meanwhile (a typical shard moves it by "
                      f"{solo.shard_rate * solo.seconds:,.0f})")
         kind = "stuck"

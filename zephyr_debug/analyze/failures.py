@@ -90,6 +90,8 @@ def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thres
     for bug in bugs.values():
         if not looping.intersection(bug.shards):
             continue
+        if bug.kind == INFRA:  # a lost worker says nothing of the bug: preemptions share this fingerprint
+            bug.shards = [k for k in bug.shards if k in looping]
         keys = sorted(bug.shards, key=lambda k: (k[1] != abort, k not in looping, k[1]))
         rows = table.loc[keys]
         oom = int(rows["oom_attempts"].sum())
@@ -157,7 +159,8 @@ def _recovered(recovered: dict, steps: Steps) -> Finding:
              for (fp, title), ks in sorted(recovered.items(), key=lambda kv: -len(kv[1]))[:MAX_LISTED]]
     stage, shard = keys[0]
     return Finding(kind="recovered", causes=("recovered",), severity=INFO, stage=stage, shard=None,
-                   shards=(), title=f"{len(keys)} shard(s) failed and then succeeded on retry (absorbed)",
+                   shards=tuple(sorted(k[1] for k in keys)),
+                   title=f"{len(keys)} shard(s) failed and then succeeded on retry (absorbed)",
                    evidence=tuple(lines), next=(steps.crashes(),),
                    metrics=(("shards", len(keys)),))
 

@@ -83,7 +83,9 @@ def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     second = ends.groupby(stage).transform(lambda e: e.nlargest(2).iloc[-1] if len(e) > 1 else np.nan).to_numpy()
     allowance = cut - shards["stage"].map(stats["median_s"]).astype(float).to_numpy()
     out = shards.assign(own_s=own, outlier=own > cut, end=end, expected_end=expected, allow_s=allowance)
-    out["held_s"] = np.clip(np.nan_to_num(end - expected), 0, None)
+    # A running outlier in a tail holds its stage from its cut on, whatever else still runs.
+    past_cut = np.where(running & (own > cut), now - (start + cut), 0.0)
+    out["held_s"] = np.fmax(np.clip(np.nan_to_num(end - expected), 0, None), np.nan_to_num(past_cut))
     out["last_s"] = np.where((end == top) & ~np.isnan(second), np.nan_to_num(end - second), 0.0)
     return out
 

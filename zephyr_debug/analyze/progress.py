@@ -41,9 +41,9 @@ class Progress:
             "tail": self.tail}
 
 
-def latest(ev: Evidence) -> Progress:
+def latest(ev: Evidence, shards: pd.DataFrame | None = None) -> Progress:
     """The live get_status when there is one, else the last status row; a finished job's counts
-    come from its attempts (the status line is periodic)."""
+    come from its attempts (the status line is periodic); retries from the shard table."""
     if ev.live is not None:
         row = ev.live.to_dict()
     elif len(ev.status):
@@ -62,7 +62,7 @@ def latest(ev: Evidence) -> Progress:
         row.update(stage=stage.name, total=stage.total or row["total"], completed=max(done, row["completed"]),
                    in_flight=0 if ev.state == "succeeded" else running,
                    queue_depth=0 if ev.state == "succeeded" else row.get("queue_depth", 0))
-    retried, absorbed = _retries(a)
+    retried, absorbed = _retries(shards)
     since = None if ev.progress_time is None or finished else max(ev.now - ev.progress_time, 0.0)
     return Progress(stage=str(row.get("stage") or ""), completed=_int(row["completed"]), total=_int(row["total"]),
                     in_flight=_int(row["in_flight"]), queue_depth=_int(row["queue_depth"]),
@@ -71,22 +71,18 @@ def latest(ev: Evidence) -> Progress:
                     since_progress_s=since, ended_at=ev.now if finished else None)
 
 
-def _retries(a: pd.DataFrame) -> tuple[int, int]:
+def _retries(shards: pd.DataFrame | None) -> tuple[int, int]:
     """(attempts beyond each shard's first, failed attempts of shards that then finished)."""
-    shard = pd.to_numeric(a["shard"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-    if not len(shard):
+    if shards is None or not len(shards):
         return 0, 0
-    stage = pd.factorize(a["stage"].fillna(""))[0].astype(np.int64)
-    key = stage * (int(shard.max()) + 2) + shard + 1
-    finished = np.unique(key[(a["outcome"] == "done").to_numpy(dtype=bool)])
-    absorbed = int(((a["outcome"] == "failed").to_numpy(dtype=bool) & np.isin(key, finished)).sum())
-    return max(len(key) - len(np.unique(key)), 0), absorbed
+    failed = shards["task_failures"].to_numpy() + shards["infra_failures"].to_numpy()
+    return int(shards["attempts"].sum() - len(shards)), int(failed[shards["done"].to_numpy(dtype=bool)].sum())
 
 
 def queue_empty(ev: Evidence, prog: Progress) -> dict[str, bool]:
     """Per stage: its queue is empty (every shard handed out). Finished stages are; the current
     one per its newest status; other stages are left to the shard counts."""
-    out = {s.name: s.end_ts is not None for s in ev.stages}
+    out = {s.name: True for s in ev.stages if s.end_ts is not None}
     if prog.stage and not prog.done:
         out[prog.stage] = prog.queue_depth == 0
     return out

@@ -30,7 +30,9 @@ SHARD_COLUMNS = {
     "failed_workers": "distinct workers its failed attempts ran on",
     "secs": "seconds of the newest attempt (so far, when running)",
     "items": "items of the newest attempt (so far, when running)",
-    "size": "input size evidence: items, else ScatterReader chunks (reduce stages count outputs)",
+    "size": "input size evidence: ScatterReader chunks x max chunk rows (a reduce stage's items count outputs), "
+            "else items",
+    "size_is_rows": "size counts input rows (a reduce shard's ScatterReader line): its items and rate count outputs",
     "run_s": "run time of the finished attempt (`done in X s` when logged): the peers' yardstick",
     "failed_row": "position in ev.attempts of the newest failed attempt, -1 when none",
     "last_ts": "time of the newest heartbeat sample of the newest attempt",
@@ -190,8 +192,11 @@ def build(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
     since = out["last_ts"].to_numpy() - out["start"].to_numpy()
     since = np.where(since >= 0, since, np.nan)
     out["items"] = np.where(live, np.where(np.isnan(since), np.nan, out["last_items"]), out["items"])
-    chunks = _num(a, "input_chunks").to_numpy()[last] if "input_chunks" in a else np.full(len(out), np.nan)
-    out["size"] = np.where(np.isnan(chunks), out["items"], chunks)
+    # A reduce shard's rows: ScatterReader's chunk count x its largest chunk (items count outputs there).
+    rows_in = (_num(a, "input_chunks") * _num(a, "max_chunk_rows")).to_numpy()[last] if "input_chunks" in a \
+        else np.full(len(out), np.nan)
+    out["size"] = np.where(np.isnan(rows_in), out["items"], rows_in)
+    out["size_is_rows"] = ~np.isnan(rows_in)
     out["rate_secs"] = np.where(live, since, out["secs"])
     with np.errstate(invalid="ignore", divide="ignore"):
         out["rate"] = np.where(out["rate_secs"] > 0, out["items"] / out["rate_secs"], np.nan)

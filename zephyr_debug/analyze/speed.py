@@ -47,17 +47,24 @@ def slow_workers(shards: pd.DataFrame, stats: pd.DataFrame, covered_workers: set
 
     from zephyr_debug.findings import INFO, Finding
 
-    done = shards[shards["done"].to_numpy(dtype=bool) & shards["worker"].notna() & (shards["speed"] > 0)]
-    if not len(done):
+    code = shards["worker"].cat.codes.to_numpy() if hasattr(shards["worker"], "cat") else np.full(len(shards), -1)
+    speed = shards["speed"].to_numpy(dtype=float)
+    mine = shards["done"].to_numpy(dtype=bool) & (code >= 0) & (speed > 0)
+    if not mine.any():
         return []
-    sigma = done["stage"].map(stats["sigma_log"]).astype(float).to_numpy()
-    frame = pd.DataFrame({"worker": done["worker"].astype(str).to_numpy(), "log": np.log(done["speed"].to_numpy()),
-                          "var": np.square(np.where(sigma > 0, sigma, np.nan))})
-    per = frame.groupby("worker").agg(n=("log", "size"), mean=("log", "mean"), var=("var", "mean"))
-    per = per[per["n"] >= MIN_WORKER_SHARDS]
-    z = max(th.outlier_z, NormalDist().inv_cdf(1 - th.false_rate / max(len(per), 1)))
-    zscore = per["mean"] * np.sqrt(per["n"]) / np.sqrt(per["var"])
-    slow = per[(per["mean"] <= np.log(th.slow_worker_speed)) & (zscore <= -z)]
+    sigma = shards["stage"].map(stats["sigma_log"]).astype(float).to_numpy()
+    var = np.square(np.where(sigma > 0, sigma, np.nan))
+    names = shards["worker"].cat.categories
+    n_workers = len(names)
+    n = np.bincount(code[mine], minlength=n_workers)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(code[mine], weights=np.log(speed[mine]), minlength=n_workers) / n
+        mean_var = np.bincount(code[mine], weights=np.nan_to_num(var[mine]), minlength=n_workers) / n
+        zscore = mean * np.sqrt(n) / np.sqrt(mean_var)
+    enough = n >= MIN_WORKER_SHARDS
+    z = max(th.outlier_z, NormalDist().inv_cdf(1 - th.false_rate / max(int(enough.sum()), 1)))
+    slow = pd.DataFrame({"n": n, "mean": mean}, index=names)[enough & (mean <= np.log(th.slow_worker_speed))
+                                                             & (zscore <= -z)]
     out = []
     for worker, r in slow.iterrows():
         if worker in covered_workers:

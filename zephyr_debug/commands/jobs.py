@@ -33,9 +33,10 @@ def register(app: typer.Typer) -> None:
 
 
 def _row(path) -> dict:
-    from zephyr_debug.analyze.status import summarize
+    from zephyr_debug.analyze.progress import latest
     from zephyr_debug.sources import jobdir
 
-    s = summarize(jobdir.load(path))
-    return {"job": s["job"], "dir": str(path), "state": s["state"], "stage": s["stage"],
-            "completed": s["completed"], "total": s["total"], "progress_time": s["progress_time"]}
+    ev = jobdir.load(path)
+    p = latest(ev)
+    return {"job": ev.job, "dir": str(path), "state": ev.state, "stage": p.stage, "completed": p.completed,
+            "total": p.total, "progress_time": p.progress_time}

@@ -10,19 +10,10 @@ import typer
 
 from zephyr_debug.commands.common import FINELOG, JOB, JSON, TIMEOUT, Default, examples, load_evidence
 from zephyr_debug.errors import ZdebugError
+from zephyr_debug.findings import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from zephyr_debug.model import Evidence
-
-
-def analyses(ev: Evidence) -> dict:
-    """What the report shows besides the evidence: the stragglers analyzer's findings (with
-    its tail episodes) and the crash groups."""
-    from zephyr_debug.analyze import stragglers
-    from zephyr_debug.crashes.cluster import job_groups
-
-    findings = stragglers.analyze(ev)
-    return {"findings": findings, "groups": job_groups(ev)}
 
 
 def default_path(ev: Evidence) -> Path:
@@ -52,18 +43,19 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render.output import console, print_json
         from zephyr_debug.render.report import Limits, render
 
+        from zephyr_debug.analyze.analysis import analyze
+
         ev = load_evidence(job, as_json, finelog)
-        parts = analyses(ev)
-        text = render(ev, **parts, limits=Limits(top_workers=top))
+        result = analyze(ev, target=job)
+        text = render(ev, result, limits=Limits(top_workers=top))
         path = (output or default_path(ev)).absolute()
         try:
             path.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise ZdebugError(f"{path}: cannot write ({exc.strerror})") from None
         size = len(text.encode())
-        summary = {"job": ev.job, "report": str(path), "bytes": size,
-                   "findings": len(parts["findings"]["findings"]),
-                   "crash_groups": len(parts["groups"])}
+        summary = {"schema_version": SCHEMA_VERSION, "job": ev.job, "report": str(path), "bytes": size,
+                   "findings": len(result.findings), "crash_groups": len(result.crash_groups)}
         if as_json:
             print_json(summary)
         else:

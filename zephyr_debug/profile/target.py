@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zephyr_debug import jobstore
-from zephyr_debug.analyze import stragglers
+from zephyr_debug.analyze.analysis import analyze
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import ALIVE_STATES
 from zephyr_debug.sources import live, load
@@ -83,10 +83,9 @@ def _straggler(job: str) -> Target:
     if running.empty:
         raise ZdebugError(f"{job}: no live worker holds an in-flight shard; see `zdebug stragglers {job}`")
     held = {(r.stage, int(r.shard)): r for r in running.itertuples()}
-    flagged = [(f, held[(f["stage"], f["shard"])]) for f in stragglers.analyze(ev)["findings"]
-               if (f["stage"], f["shard"]) in held]
+    flagged = [(f, held[(f.stage, f.shard)]) for f in analyze(ev, target=job).problems if (f.stage, f.shard) in held]
     finding, row = flagged[0] if flagged else (None, next(running.itertuples()))
-    why = f"straggler ({finding['cause']})" if finding else "longest-running in-flight shard"
+    why = f"straggler ({finding.kind})" if finding else "longest-running in-flight shard"
     url, job_dir, runner = _job_info(job)
     return _worker(url, str(row.worker), job_dir, runner, shard=int(row.shard), elapsed_s=round(float(row.age), 2),
                    why=why)

@@ -22,6 +22,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
+from zephyr_debug.analyze.analysis import Analysis
 from zephyr_debug.model import Evidence
 from zephyr_debug.render.output import duration
 
@@ -68,12 +69,12 @@ class Limits:
     tail_shades: int = 200  # tail episodes shaded
 
 
-def render(ev: Evidence, findings: dict, groups: list, limits: Limits = Limits()) -> str:
-    """The HTML page. `findings` is `analyze.stragglers.analyze`'s result (findings and tail
-    episodes), `groups` the crash groups (`crashes.cluster.CrashGroup`s)."""
+def render(ev: Evidence, analysis: Analysis, limits: Limits = Limits()) -> str:
+    """The HTML page of a job's evidence and its one analysis (findings, tail episodes, crash groups)."""
     t0 = _origin(ev)
     notes: list[str] = []
-    flagged, episodes = findings["findings"], findings["tail"]
+    findings, groups = analysis.stragglers_json(), list(analysis.crash_groups)
+    flagged, episodes = [f for f in findings["findings"] if f["shard"] is not None], findings["tail"]
     sections = [(f"Shard timeline: {s}", _gantt(ev, s, t0, flagged, limits, notes), "") for s in _stage_names(ev)]
     sections.append(("Progress over time", _progress(ev, t0, episodes, limits, notes), _episodes(episodes, t0)))
     sections.append(("Worker memory and disk", _resources(ev, t0, limits, notes), ""))
@@ -279,12 +280,14 @@ def _header(ev: Evidence, t0: float) -> str:
 def _findings(findings: dict) -> str:
     items = findings["findings"]
     if not items:
-        return "<h2>Findings</h2><p>No stragglers: no shard is slow against its peers, stuck, failing or lost.</p>"
-    rows = [[_e(f["stage"]), _e(f["shard"]), _e(f["worker"] or "?"),
+        return ("<h2>Findings</h2><p>No stragglers: no shard held its stage up, is stuck, crash-looping or held "
+                "by a dead worker.</p>")
+    rows = [[_e(f["stage"]), _e("-" if f["shard"] is None else f["shard"]), _e(f["worker"] or "?"),
              f'<span class="cause">{_e(f["cause"])}</span>'
              + "".join(f"<br>+{_e(c)}" for c in f["causes"] if c != f["cause"]),
              _e(duration(f["elapsed_s"])), _e(f"{f['ratio_to_median']:.1f}x" if f["ratio_to_median"] else "-"),
-             "<br>".join(_e(line) for line in f["evidence"]), f"<code>{_e(f['next'])}</code>"] for f in items]
+             "<br>".join(_e(line) for line in f["evidence"]),
+             "<br>".join(f"<code>{_e(step)}</code>" for step in f["next"])] for f in items]
     head = ["stage", "shard", "worker", "cause", "elapsed", "vs median", "evidence", "next"]
     shown, rest = rows[:FINDINGS_SHOWN], rows[FINDINGS_SHOWN:]
     more = f"<details><summary>{len(rest)} more finding(s)</summary>{_table(head, rest)}</details>" if rest else ""

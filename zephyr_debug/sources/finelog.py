@@ -298,7 +298,7 @@ def to_evidence(rows: Rows) -> Evidence:
         "kind": np.where(last_status == FAILED, TASK, None).astype(object), "elapsed_s": end_ts - start_ts,
         "items": w["items"][order[lasts]], "bytes": w["bytes"][order[lasts]],
         "peak_rss_bytes": np.fmax.reduceat(w["rss_peak_bytes"][order], firsts) if n else np.zeros(0),
-        "cpu_time_s": w["cpu_time_s"][order[lasts]]}).reindex(columns=[*ATTEMPT_COLUMNS, "cpu_time_s"])
+        "cpu_time_s": w["cpu_time_s"][order[lasts]]}).reindex(columns=ATTEMPT_COLUMNS)
     for col in ("stage", "worker", "outcome", "kind", "error", "crash_file"):
         attempts[col] = attempts[col].astype(object)
     running = w["status"] == RUNNING  # samples keep the server's (seq) order

@@ -110,7 +110,7 @@ def load(job_dir: Path) -> Evidence:
             ev.state = e.get("state", "unknown")
     ev.stages = sorted(stages.values(), key=lambda s: s.index)
     ev.status = frame(status_rows, STATUS_COLUMNS + ["items"])
-    ev.attempts = frame(list(attempts.values()), ATTEMPT_COLUMNS + ["failure", "reason", "counters"])
+    ev.attempts = frame(list(attempts.values()), ATTEMPT_COLUMNS)
     ev.samples = frame(samples, SAMPLE_COLUMNS)
     if not ended:
         running = launcher_pid is not None and _pid_alive(launcher_pid) and _serving(ev.config.get("url"), ev.job)

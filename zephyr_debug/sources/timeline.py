@@ -51,7 +51,6 @@ class Timeline:
         self.all_dead: list[float] = []
         self.registered_any = False
         self.worker_events: list[tuple[float, str, str]] = []
-        self.worker_events: list[tuple[float, str, str]] = []
         self.source_now = source
         self.facts: dict[str, list[tuple]] = {}
 
@@ -92,7 +91,7 @@ class Timeline:
             if info.end_ts is None and info.name != g["stage"]:
                 info.end_ts = ts
         info = self._stage(g["stage"], int(g["n"]))
-        self._fact("stage_start", ts, g.get("exec"), g["stage"], info.start_ts is not None and info.end_ts is None)
+        self._fact("stage_start", ts, g.get("exec"), g["stage"])
         info.start_ts = ts if info.start_ts is None else info.start_ts
         self.progress = ts
 
@@ -181,11 +180,9 @@ class Timeline:
         self.registered_any = True
         self._worker(g["worker"], ts, state="ready", shard=None, reason=None)
         self._churn(ts, g["worker"], "registered")
-        self._churn(ts, g["worker"], "registered")
 
     def on_reregistering(self, ts, g, *_):
         self._worker(g["worker"], ts, state="ready", shard=None, reason="re-registered")
-        self._churn(ts, g["worker"], "reregistered")
         self._churn(ts, g["worker"], "reregistered")
 
     def on_heartbeat_timeout(self, ts, g, *_):
@@ -193,7 +190,6 @@ class Timeline:
         w = self._worker(worker, None, state="failed", reason=f"heartbeat timeout after {ago:.1f}s")
         if ts is not None:
             w["last_seen"] = max(w.get("last_seen") or -math.inf, ts - ago)
-        self._churn(ts, worker, "heartbeat-timeout")
         self._churn(ts, worker, "heartbeat-timeout")
 
     def on_stale(self, ts, g, *_):
@@ -242,13 +238,9 @@ class Timeline:
         self._fact("worker_group", ts, int(g["n"]), int(g["max"]), int(g["shards"]))
 
     # -- helpers -------------------------------------------------------------------------
-    def _churn(self, ts, worker: str, event: str) -> None:
-        if ts is not None:
-            self.worker_events.append((ts, worker, event))
-
     def _fact(self, name: str, ts, *fields) -> None:
         """One line's fact for Evidence.log_facts: status_exec (ts, exec, alive), stage_start (ts, exec,
-        stage, already running), rpc_retry (ts, op, method, n, max, error), connect_error (ts, worker),
+        stage), rpc_retry (ts, op, method, n, max, error), connect_error (ts, worker),
         worker_group (ts, workers, max_workers, num_shards)."""
         if ts is not None:
             self.facts.setdefault(name, []).append((ts, *fields))
@@ -324,8 +316,12 @@ class Timeline:
     def finish(self) -> Evidence:
         now = self.last_ts if self.last_ts is not None else 0.0
         last = self.status[-1] if self.status else None
+        self._stage_ends()
+        # Zephyr logs no final `n/n tasks completed`: a shutdown after the last status line is an abort
+        # only when no worker was left for the work that line still showed.
         if self.shutdown and not self.fatal and last is not None and last["completed"] < last["total"] \
-                and self.stages.get(last["stage"], StageInfo("", 0, 0)).end_ts is None:
+                and self.stages.get(last["stage"], StageInfo("", 0, 0)).end_ts is None and last["alive"] == 0 \
+                and (last["queue_depth"] or 0) + (last["in_flight"] or 0) > 0:
             self.fatal = (f"the coordinator shut down with {last['total'] - last['completed']} of {last['total']} "
                           f"shards of {last['stage']} unfinished (the abort reason is not in this log)")
         state = "failed" if self.fatal else ("succeeded" if self.shutdown else "running")
@@ -340,12 +336,11 @@ class Timeline:
         ev.status = frame(status.sort_values("ts", kind="stable").to_dict("records") if status is not None else [],
                           STATUS_COLUMNS + ["items"])
         self._open_tail_attempts(ev)
-        ev.attempts = frame(list(self.attempts.values()), ATTEMPT_COLUMNS + ["failure", "reason", "generation"])
+        ev.attempts = frame(list(self.attempts.values()), ATTEMPT_COLUMNS)
         ev.workers = frame([{"worker": w["worker"], "state": w["state"], "shard": w["shard"],
                              "last_seen_ago": None if w["last_seen"] is None else round(now - w["last_seen"], 3)}
                             for w in self.workers.values()], WORKER_COLUMNS)
         ev.crashes = self.crashes
-        ev.worker_events = sorted(self.worker_events)
         ev.worker_events = sorted(self.worker_events)
         ev.counters = self.counters
         ev.log_facts = self.facts
@@ -357,6 +352,21 @@ class Timeline:
             ev.warnings.append(f"skipped {self.bad} unparseable lines")
         ev.warnings += self.notes
         return ev
+
+    def _stage_ends(self) -> None:
+        """A stage whose every shard logged `done in` ended with its last one (the release prints no
+        final `n/n tasks completed`)."""
+        for info in self.stages.values():
+            if info.end_ts is not None or not info.total:
+                continue
+            ends = {}
+            for (stage, shard), keys in self.by_shard.items():
+                if stage == info.name:
+                    done = [self.attempts[k].get("end_ts") for k in keys if self.attempts[k].get("outcome") == "done"]
+                    if done and done[-1] is not None:
+                        ends[shard] = done[-1]
+            if len(ends) >= info.total:
+                info.end_ts = max(ends.values())
 
     def _open_tail_attempts(self, ev: Evidence) -> None:
         """A coordinator-only log never names the new holder of a requeued shard: when the last
