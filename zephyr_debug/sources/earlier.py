@@ -58,7 +58,7 @@ def _read_identity(path: str, _mtime: int, _size: int) -> tuple[str, float] | No
     try:
         with open(Path(path) / jobstore.EVENTS, "rb") as fh:
             first = json.loads(fh.readline(1 << 20))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # garbage (200,000-deep JSON) in another run: not comparable
         return None
     if not isinstance(first, dict) or first.get("type") != "job_start" or not isinstance(first.get("ts"), (int, float)):
         return None
@@ -75,5 +75,5 @@ def _summary(path: str, _mtime: int, _size: int):
 
     try:
         return summarize(jobdir.load(Path(path)))
-    except ZdebugError:
+    except (ZdebugError, ValueError, RecursionError):  # an unreadable earlier run is left out, not fatal
         return None
