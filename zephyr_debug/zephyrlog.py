@@ -131,11 +131,23 @@ SCATTER_READER = Message("scatter_reader", None,
                          rb"max_chunk_rows=(?P<rows>\d+)", b"ScatterReader ")
 HEARTBEAT_FAILED = "[{worker}] Heartbeat failed ({n}/{max}): {error}"  # reference worker only; zdebug does not read it
 
+# -- driver / Iris / older releases (issue 17's known failure modes) -------------------------
+RPC_RETRY = Message("rpc_retry", "Operation {op}.{method} failed (attempt {n}/{max}), retrying in {delay:.2f}s: {error}",
+                    rb"Operation (?P<op>\S+)\.(?P<method>\w+) failed \(attempt (?P<n>\d+)/(?P<max>\d+)\), retrying"
+                    rb"(?: in [\d.]+s)?:? ?(?P<error>.*)", b"Operation ", b"), retrying")
+CONNECT_ERROR = Message("connect_error", "Worker {worker} cannot reach the coordinator at {url}: httpx.ConnectError: "
+                        "[Errno 113] No route to host",
+                        rb"(?:Worker (?P<worker>\S+) .*?)?ConnectError\b.*?No route to host", b"route to host")
+WORKER_GROUP = Message("worker_group", "Starting worker group: {n} workers (max_workers={max}, num_shards={shards})",
+                       rb"Starting worker group: (?P<n>\d+) workers \(max_workers=(?P<max>\d+), "
+                       rb"num_shards=(?P<shards>\d+)\)", b"Starting worker group")
+
 # Reading order: the first pattern that matches a line wins.
 MESSAGES: tuple[Message, ...] = (
     STATUS, TASKS_COMPLETED, STAGE_START, EXECUTING, SHARD_DONE, TASK_REQUEUE, TASK_ABORT, INFRA_REQUEUE,
     INFRA_ABORT, REGISTERED, REREGISTERING, HEARTBEAT_TIMEOUT, WORKER_ERROR, STALE_RESULT, ALL_DEAD, NO_WORKERS,
-    RETRIED, ABORTED, PIPELINE_FAILED, FINAL_COUNTERS, SHUTDOWN, PIPELINE, SCATTER_READER)
+    RETRIED, ABORTED, PIPELINE_FAILED, FINAL_COUNTERS, SHUTDOWN, PIPELINE, SCATTER_READER, RPC_RETRY, CONNECT_ERROR,
+    WORKER_GROUP)
 
 # -- fatal_error texts and subprocess-runner errors ------------------------------------------
 FATAL_TASK = "Shard {shard} failed {n} times (max {max}), last failure on worker {worker}.\nLast error:\n{error}"
@@ -160,13 +172,14 @@ RETURNCODE_RE = re.compile(r"returncode (-?\d+)|exited with code (-?\d+)")
 ABORT_SHARD_RE = re.compile(r"Shard (?P<shard>\d+) (?:failed \d+ times|has failed|crashed its worker|has been in flight)")
 
 # -- line prefixes and time ----------------------------------------------------------------
-# Optional Iris `[hh:mm:ss] task=… | `, then Python logging or glog-like time.
+# Optional Iris `[hh:mm:ss] task=… | ` or Ray `(actor pid=N, ip=A) `, then Python logging or glog-like time.
 PREFIX_RE = re.compile(
+    rb"(?:\([^()\n]*pid=\d+[^()\n]*\) )?"
     rb"(?:\[(?P<clock>\d\d:\d\d:\d\d)\] (?:task=\S+ \| )?)?"
     rb"(?:(?P<date>\d{4}-\d\d-\d\d)[ T](?P<time>\d\d:\d\d:\d\d)(?:[,.](?P<frac>\d{1,6}))?"
     rb"|[IWEFD](?P<gdate>\d{8}) (?P<gtime>\d\d:\d\d:\d\d)(?:\.(?P<gfrac>\d{1,6}))?)?")
 # Start of a line that is not a continuation of a block (has a timestamp or is a JSON record).
-LINE_START_RE = re.compile(rb"\n(?:\[\d\d:\d\d:\d\d\] |\d{4}-\d\d-\d\d[ T]\d\d:|[IWEFD]\d{8} \d\d:|\{)")
+LINE_START_RE = re.compile(rb"\n(?:\[\d\d:\d\d:\d\d\] |\([^()\n]*pid=\d+|\d{4}-\d\d-\d\d[ T]\d\d:|[IWEFD]\d{8} \d\d:|\{)")
 # A log record in text: (python-logging time | glog time) then the message.
 RECORD_RE = re.compile(
     r"^(?:(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:,\d{3})? "

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.prodjobs.scenarios import BY_NAME, SCENARIOS, Scenario
+from benchmarks.prodjobs.known_truth import known_truth
+from benchmarks.prodjobs.scenarios import BY_NAME, KNOWN_SCENARIOS, SCENARIOS, Scenario
 from benchmarks.prodjobs.simulate import simulate
 from benchmarks.prodjobs.truth import resolve, truth
 from benchmarks.prodjobs.write import write
 
-__all__ = ["BY_NAME", "SCENARIOS", "generate", "job_dirs"]
+__all__ = ["BY_NAME", "KNOWN_SCENARIOS", "SCENARIOS", "generate", "job_dirs"]
 
 
 def generate(outdir: Path, scenario: Scenario, seed: int = 0, variants: tuple[str, ...] | None = None) -> list[Path]:
@@ -26,7 +27,8 @@ def generate(outdir: Path, scenario: Scenario, seed: int = 0, variants: tuple[st
     for variant in variants or scenario.variants:
         job = Path(outdir) / f"{scenario.name}.{variant}"
         write(run, variant, job / "evidence")
-        (job / "truth.json").write_text(json.dumps(truth(run, variant), indent=1) + "\n", encoding="utf-8")
+        expert = dict(truth(run, variant), known=known_truth(run, variant))
+        (job / "truth.json").write_text(json.dumps(expert, indent=1) + "\n", encoding="utf-8")
         dirs.append(job)
     return dirs
 

@@ -16,16 +16,19 @@ FULL, COORD, STATUS = "full", "coord", "full+status"
 VARIANTS = (FULL, COORD, STATUS)
 
 # Line forms: (status line has `[exec] `, separator before `items=`, failure lines have `[exec] `).
-FORMS = {"pypi": (True, ";", False), "upstream": (True, ".", True), "old": (False, ";", False)}
+FORMS = {"pypi": (True, ";", False), "upstream": (True, ".", True), "old": (False, ";", False),
+         "ray": (False, ";", False)}  # ray: the oldest status form, `…, 488 workers` (no alive/dead counts)
 # Line prefixes: python = `2026-12-02 21:59:16,743 INFO zephyr.execution: `; glog = `I20261202 …`;
 # mixed = python until the first shard is done, then glog (the PyPI release); iris = `[hh:mm:ss] task=… | ` + mixed.
-PREFIXES = ("python", "glog", "mixed", "iris")
+# ray = `(actor pid=N, ip=A) 2026-02-20 01:50:35,139 INFO execution.py:1028 ` (Ray-era releases).
+PREFIXES = ("python", "glog", "mixed", "iris", "ray")
 
 
 @dataclass(frozen=True)
 class Fault:
     kind: str  # size-skew | cost-skew | slow-worker | stuck | dead-holder | infra-crash | crash | oom | bug |
-    #            transient | all-dead
+    #            transient | all-dead; issue 17 (KNOWN_SCENARIOS): oom-killed | shutdown-last | dispatch-stall |
+    #            deser-heartbeat | duplicate | stale-coordinator | after-exit | preempt-count
     stage: int = 0
     shard: int | None = None
     shards: tuple[int, ...] = ()  # bug: every shard it breaks
@@ -55,6 +58,7 @@ class Scenario:
     spam_per_s: float = 2.0  # pull_task DEBUG lines per second while workers idle
     faults: tuple[Fault, ...] = ()
     variants: tuple[str, ...] = VARIANTS
+    hang_s: float = 0.0  # > 0: with no worker alive the coordinator waits (no abort); captured this long after
     healthy: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
@@ -142,4 +146,38 @@ SCENARIOS: tuple[Scenario, ...] = (
              "of the 15 shards is a crash-loop shard; aborted",
              faults=(Fault("bug", shards=tuple(range(20, 320, 20))),)),
 )
-BY_NAME = {sc.name: sc for sc in SCENARIOS}
+
+# Issue 17: the failure modes of marin-community/marin's tracker (analyze/known.py), one scenario each
+# at production size. Kept apart from SCENARIOS (the diagnosis benchmark's set); `make bench` scores
+# the known-mode ids over both (benchmarks/bench_known.py).
+KNOWN_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("oomkilled-workers", 800, 64, "marin#3009: 3 workers OOM-killed mid-stage; the coordinator logs only "
+             "heartbeat timeouts, Iris list-tasks says OOM killed / exit 137 (full+status only); the shards recover",
+             faults=(Fault("oom-killed", count=3),)),
+    Scenario("all-dead-waiting", 800, 64, "marin#3598: the pool dies at 40% and the coordinator waits on "
+             "'All workers are dead/failed' for 2 h (no_workers_timeout 6 h), no abort", hang_s=7200,
+             faults=(Fault("all-dead", at=0.4),)),
+    Scenario("last-stage-shutdown", 854, 128, "marin#4200: last stage, idle workers SHUTDOWN once the queue is "
+             "empty while the last shard runs; its holder hangs: 853/854, 1/128 alive, 127 dead for 2 h",
+             faults=(Fault("shutdown-last", shard=853, secs=7200),)),
+    Scenario("dispatch-stall", 4839, 488, "marin#2943: 0/4839 complete, 0 in-flight, 4839 queued, 488 workers "
+             "for 3 h (Ray-prefixed lines, the oldest status form)", form="ray", prefix="ray", counters=False,
+             faults=(Fault("dispatch-stall", secs=3 * 3600.0),)),
+    Scenario("deser-heartbeat", 800, 64, "marin#3041: every worker's first task takes >30 s to unpickle, the "
+             "heartbeat thread dies, all 64 are marked dead ~150 s after the stage starts while their Iris "
+             "tasks keep RUNNING; the coordinator then waits", hang_s=3600,
+             faults=(Fault("deser-heartbeat"),)),
+    Scenario("duplicate-execution", 800, 64, "marin#3459: run_pipeline's RPC times out and is retried: a second "
+             "execution of the same pipeline starts 5 min later on the same coordinator and pool",
+             faults=(Fault("duplicate", at=300.0),)),
+    Scenario("stale-coordinator", 800, 64, "marin#3705/#4199: the first coordinator's workers die and it keeps "
+             "waiting (0/64 alive) while a retry's coordinator runs; the retry's first workers were killed "
+             "~0.3 s after creation", hang_s=7200, faults=(Fault("stale-coordinator", at=0.4),)),
+    Scenario("workers-after-exit", 800, 64, "marin#4079: the pipeline finished, then 48 late worker tasks fail "
+             "with 'ConnectError … No route to host' for an hour (worker lines only)",
+             faults=(Fault("after-exit", count=48, secs=3600.0),)),
+    Scenario("preempt-abort", 800, 64, "marin#4990: an older Zephyr counts preemptions against "
+             "MAX_SHARD_FAILURES: shard 700's holder is preempted 3 times and the pipeline aborts as if it failed",
+             form="old", faults=(Fault("preempt-count", shard=700),)),
+)
+BY_NAME = {sc.name: sc for sc in SCENARIOS + KNOWN_SCENARIOS}

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from benchmarks.prodjobs.scenarios import COORD, FORMS, STATUS
-from benchmarks.prodjobs.simulate import START_TS, STATUS_EVERY_S, Attempt, Run
+from benchmarks.prodjobs.simulate import KILLED_AFTER_S, START_TS, STATUS_EVERY_S, Attempt, Run
 from zephyr_debug import zephyrlog as zl
 from zephyr_debug.model import MAX_SHARD_FAILURES, MAX_SHARD_INFRA_FAILURES
 
@@ -28,7 +28,12 @@ EXTRA = {
                 "avg_item_bytes={item_bytes:.1f}"),
     "actor_failed": "Actor method 'run_pipeline' failed: {error}",
     "operation": "Started operation {op} for {actor}.pull_task",
+    "status_ray": "[{stage}] {completed}/{total} complete, {in_flight} in-flight, {queued} queued, {registered} workers",
+    "heavy_import": "JAX version 0.8.0 available.",
 }
+RAY_ACTOR = "(tokenized/nemotron_cc/hq_actual_41c5a4e4 pid=49163, ip=10.128.0.167) "
+COORD_URL = "http://10.164.1.18:30000"
+LATE_RETRY_S = 30.0  # marin#4079: a late worker retries the coordinator this often
 ITEM_BYTES = 350.0
 GLOG_THREADS = {"coord": 140415056467649, "worker": 140415056467648, "spam": 140415056467650}
 LEVEL_LETTER = {"DEBUG": "D", "INFO": "I", "WARNING": "W", "ERROR": "E"}
@@ -97,14 +102,62 @@ def _lines(run: Run, variant: str) -> _Lines:
     for life in run.workers:
         for died, found in zip(life.died, life.deaths, strict=True):
             L.add(found, "coord", "WARNING", zl.HEARTBEAT_TIMEOUT.format(worker=ids[life.index], secs=found - died))
+    if sc.form == "ray":
+        L.add(START_TS + 0.1, "coord", "INFO", zl.WORKER_GROUP.format(n=sc.workers, max=sc.workers,
+                                                                      shards=run.stages[0].shards))
+    _execution_lines(run, L, exec_status, sep, fail_prefix)
+    _end_lines(run, L, variant, fail_prefix)
+    _known_mode_lines(run, L, variant, exec_status, sep, fail_prefix)
+    return L
+
+
+def _execution_lines(run: Run, L: _Lines, exec_status: bool, sep: str, fail_prefix: str) -> None:
     for st in run.stages:
-        L.add(st.start, "coord", "INFO", zl.STAGE_START.format(exec=ex, stage=st.name, ops=_ops(sc, st.index),
-                                                               n=st.shards))
+        L.add(st.start, "coord", "INFO", zl.STAGE_START.format(exec=run.exec_id, stage=st.name,
+                                                               ops=_ops(run.scenario, st.index), n=st.shards))
         _status_lines(run, st, L, exec_status, sep)
     for a in run.attempts:
         _attempt_lines(run, a, L, fail_prefix)
-    _end_lines(run, L, variant, fail_prefix)
-    return L
+
+
+def _known_mode_lines(run: Run, L: _Lines, variant: str, exec_status: bool, sep: str, fail_prefix: str) -> None:
+    """The lines of issue 17's modes that a single simulated execution does not print."""
+    sc, ids = run.scenario, run.worker_ids
+    if sc.hang_s and run.all_dead_ts is not None:  # marin#3598: every 5 s while it waits
+        t = run.all_dead_ts + 0.5 + STATUS_EVERY_S
+        while t < run.end:
+            L.add(t, "coord", "WARNING", zl.ALL_DEAD.format())
+            t += STATUS_EVERY_S
+    for life in run.workers:
+        if life.process_alive:  # marin#3041: what the worker printed while unpickling its first task
+            L.add(life.registered + 1.0, "worker", "INFO", EXTRA["heavy_import"], logger="datasets")
+    twin = run.twin
+    if twin is None:
+        pass
+    elif twin.exec_id == run.exec_id:  # marin#3459: the driver's retry, then the same execution again
+        if variant != COORD:
+            coord = f"/alice/{ids[0].split('-p0-')[0]}-p0-a0-coord"
+            L.add(twin.stages[0].start - 2.3, "coord", "WARNING", zl.RPC_RETRY.format(
+                op=f"{coord}/{coord.rsplit('/', 1)[1]}-0", method="run_pipeline", n=1, max=5, delay=0.11,
+                error="Request timed out"), logger="iris.client")
+        _execution_lines(twin, L, exec_status, sep, fail_prefix)
+    else:  # marin#3705 / #4199: a retry's coordinator; its first workers are killed at once
+        for registered, life in enumerate(sorted(twin.workers, key=lambda w: w.registered), 1):
+            first = life.registered - 150.0
+            w = twin.worker_ids[life.index]
+            L.add(first, "coord", "INFO", zl.REGISTERED.format(worker=w, n=registered))
+            L.add(first + KILLED_AFTER_S + 120.0, "coord", "WARNING", zl.HEARTBEAT_TIMEOUT.format(worker=w, secs=120.0))
+            L.add(life.registered, "coord", "INFO", zl.REREGISTERING.format(worker=w))
+        _execution_lines(twin, L, exec_status, sep, fail_prefix)
+    after = next((f for f in sc.faults if f.kind == "after-exit"), None)
+    if after is not None:  # marin#4079: worker tasks launched after the coordinator exited
+        group = ids[0].rsplit("-", 1)[0]
+        for k in range(after.count):
+            t = run.coord_end + 5.0 + k * LATE_RETRY_S / after.count
+            while t < run.end:
+                L.add(t, "worker", "ERROR", zl.CONNECT_ERROR.format(worker=f"{group}-{sc.workers + k}:0", url=COORD_URL),
+                      logger="zephyr.execution")
+                t += LATE_RETRY_S
 
 
 def _ops(sc, stage: int) -> str:
@@ -131,7 +184,8 @@ def _attempt_lines(run: Run, a: Attempt, L: _Lines, fail_prefix: str) -> None:
         if a.requeue is not None:
             L.add(a.end + 0.01, "coord", "WARNING", fail_prefix + zl.TASK_REQUEUE.format(
                 shard=a.shard, worker=w, n=tasks, max=MAX_SHARD_FAILURES))
-    elif a.outcome == "infra" and a.requeue is not None:
+    elif a.outcome == "infra" and a.requeue is not None and not any(
+            f.kind == "preempt-count" and f.shard == a.shard for f in sc.faults):  # older Zephyr: no such line
         tasks, infra, gen = a.requeue
         L.add(a.end + 0.01, "coord", "WARNING", fail_prefix + zl.INFRA_REQUEUE.format(
             shard=a.shard, worker=w, generation=gen, task=tasks, task_max=MAX_SHARD_FAILURES, infra=infra,
@@ -144,7 +198,7 @@ def _end_lines(run: Run, L: _Lines, variant: str, fail_prefix: str) -> None:
         L.add(run.all_dead_ts + 0.5, "coord", "WARNING", zl.ALL_DEAD.format())
     if ab is not None:
         fatal = fatal_error(run)
-        if ab["kind"] == "task":
+        if ab["kind"] in ("task", "preempt"):
             L.add(ab["ts"] + 0.01, "coord", "ERROR", fail_prefix + zl.TASK_ABORT.format(
                 shard=ab["shard"], n=ab["n"], max=MAX_SHARD_FAILURES, worker=ids[ab["worker"]]))
         elif ab["kind"] == "infra":
@@ -157,12 +211,16 @@ def _end_lines(run: Run, L: _Lines, variant: str, fail_prefix: str) -> None:
     if run.state != "running":
         items = sum(a.items for a in run.attempts if a.outcome == "done")
         counters = {"zephyr/item_count": int(items), "zephyr/bytes_processed": int(items * ITEM_BYTES)}
-        L.add(run.end - 0.5, "coord", "INFO", zl.SHUTDOWN.format())
-        L.add(run.end - 0.4, "coord", "INFO", zl.FINAL_COUNTERS.format(counters=repr(counters)))
+        end = run.coord_end or run.end
+        L.add(end - 0.5, "coord", "INFO", zl.SHUTDOWN.format())
+        L.add(end - 0.4, "coord", "INFO", zl.FINAL_COUNTERS.format(counters=repr(counters)))
 
 
 def fatal_error(run: Run) -> str:
     ab, ids = run.abort, run.worker_ids
+    if ab["kind"] == "preempt":  # older Zephyr: the preemptions counted as failures; there is no task error
+        return zl.FATAL_TASK.format(shard=ab["shard"], n=ab["n"], max=MAX_SHARD_FAILURES, worker=ids[ab["worker"]],
+                                    error="None")
     if ab["kind"] == "task":
         last = next(a for a in reversed(run.attempts) if a.outcome == "task" and a.shard == ab["shard"])
         block, _ = traceback_text(last.error, last.shard, ab["n"])
@@ -193,7 +251,8 @@ def _status_lines(run: Run, st, L: _Lines, exec_status: bool, sep: str) -> None:
     for _, v in done_items:
         cum.append(cum[-1] + v)
     workers = _worker_counts(run)
-    status_fmt = zl.STATUS.fmt if exec_status else zl.STATUS.fmt.removeprefix("[{exec}] ")
+    status_fmt = EXTRA["status_ray"] if sc.form == "ray" else \
+        zl.STATUS.fmt if exec_status else zl.STATUS.fmt.removeprefix("[{exec}] ")
     throughput_fmt = sep + zl.THROUGHPUT[1:]
     active: list[Attempt] = []
     nxt, t, first = 0, st.start, True
@@ -254,6 +313,8 @@ def _worker_counts(run: Run):
     events = []
     for life in run.workers:
         events.append((life.registered, 1, 1, 0))
+        if life.shutdown is not None:
+            events.append((life.shutdown, 0, -1, 1))
         for i, found in enumerate(life.deaths):
             events.append((found, 0, -1, 1))
             if i < len(life.returns):
@@ -278,12 +339,14 @@ def _render(run: Run, L: _Lines, path: Path, worker_lines: bool) -> None:
     group = run.worker_ids[0].rsplit("-", 1)[0]
     with open(path, "w", encoding="utf-8") as out:
         for ts, _, side, level, logger, text, block in sorted(L.rows, key=lambda r: (r[0], r[1])):
-            if side == "worker" and not worker_lines:
+            if (side == "worker" and not worker_lines) or ts > run.end:
                 continue
             style = sc.prefix
             if style in ("mixed", "iris"):
                 style = "glog" if ts > first_done else "python"
-            if style == "python":
+            if style == "ray":
+                head = f"{RAY_ACTOR}{zl.timestamp(ts)} {level} execution.py:1028 "
+            elif style == "python":
                 head = f"{zl.timestamp(ts)} {level} {logger}: "
             else:
                 head = f"{LEVEL_LETTER[level]}{time.strftime('%Y%m%d %H:%M:%S', time.gmtime(ts))} " \
@@ -301,6 +364,8 @@ def worker_state(run: Run, index: int, t: float) -> str | None:
     life = run.workers[index]
     if t < life.registered:
         return None
+    if life.shutdown is not None and life.shutdown <= t:
+        return "dead"
     for i, found in enumerate(life.deaths):
         if found <= t and (i >= len(life.returns) or life.returns[i] > t):
             return "failed"
@@ -337,7 +402,7 @@ def list_tasks(run: Run) -> dict:
     group = run.worker_ids[0].rsplit("-", 1)[0]
     tasks = []
     for life in run.workers:
-        gone = len(life.deaths) > len(life.returns)
+        gone = len(life.deaths) > len(life.returns) and not life.process_alive
         oom = life.oom_killed
         error = "Container was OOM killed by the kernel" if oom else ("Worker lost (preempted)" if life.deaths else "")
         attempts = [{"attempt_id": k, "state": "TASK_STATE_FAILED" if oom else "TASK_STATE_PREEMPTED",
@@ -345,7 +410,8 @@ def list_tasks(run: Run) -> dict:
         memory = rnd.lognormvariate(7.8, 0.2)
         tasks.append({
             "task_id": f"/alice/{group}/{life.index}",
-            "state": ("TASK_STATE_FAILED" if oom else "TASK_STATE_WORKER_FAILED") if gone else "TASK_STATE_RUNNING",
+            "state": ("TASK_STATE_FAILED" if oom else "TASK_STATE_WORKER_FAILED") if gone else
+            "TASK_STATE_SUCCEEDED" if life.shutdown is not None else "TASK_STATE_RUNNING",
             "worker_id": f"iris-w-{life.index}", "worker_address": f"10.0.{life.index // 250}.{life.index % 250}:10001",
             "exit_code": (137 if oom else -1) if gone else 0, "error": error if gone else "",
             "started_at": {"epoch_ms": int((life.returns[-1] if life.returns else life.registered) * 1000)},

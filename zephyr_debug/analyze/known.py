@@ -73,8 +73,10 @@ def findings(ev: Evidence, found: list[Finding], steps: Steps) -> list[Finding]:
                                playbook="known-modes"))
         elif out[i].known is None:
             f = out[i]
+            cost = Cost(*(max(getattr(f.cost, k), getattr(m.cost, k))
+                          for k in ("held_s", "idle_worker_hours", "burned_worker_hours")))
             out[i] = replace(f, known=m.known, evidence=f.evidence + m.evidence + (f"fix: {m.fix}",),
-                             next=tuple(dict.fromkeys((*f.next, PLAYBOOK))))
+                             next=tuple(dict.fromkeys((*f.next, PLAYBOOK))), cost=cost)
     return out
 
 
