@@ -134,8 +134,8 @@ def test_tail_run_reads_back_per_shard(runs):
     assert a["items"].to_dict() == expect
     assert (a["bytes"] > 0).all() and (a["peak_rss_bytes"] > 10 << 20).all()
     normal = a["elapsed_s"].drop([SKEW, STUCK, SLOW]).median()
-    for shard in (SKEW, STUCK, SLOW):
-        assert a.loc[shard, "elapsed_s"] > 10 * normal
+    for shard in (SKEW, STUCK, SLOW):  # 30-40x nominal; per-shard overhead under load shrinks the ratio
+        assert a.loc[shard, "elapsed_s"] > 5 * normal, (shard, a["elapsed_s"].to_dict())
     assert a.loc[STUCK, "elapsed_s"] >= STUCK_S
     # RUNNING rows are samples: the stuck shard sits at 0 items for most of its time.
     s = ev.samples[ev.samples["shard"] == STUCK]
@@ -157,9 +157,9 @@ def test_tail_stragglers_name_causes(runs):
     found = {f["shard"]: f for f in report["findings"]}
     assert {SKEW, STUCK} <= set(found), found
     assert found[SKEW]["cause"] == "data-skew" and found[STUCK]["cause"] == "stuck"
-    assert any(f"input {ROWS * SKEW_X} " in line for line in found[SKEW]["evidence"]), found[SKEW]
+    assert any(f"items {ROWS * SKEW_X:,} " in line for line in found[SKEW]["evidence"]), found[SKEW]["evidence"]
     # The slow shard (a sleep per item: no CPU, no worker to compare) is not size skew.
-    assert found.get(SLOW, {}).get("cause") != "data-skew"
+    assert found.get(SLOW, {}).get("cause") != "data-skew", found[SLOW]
     table = zdebug("stragglers", runs["tail"]).stdout
     assert max(map(len, table.splitlines())) <= 80 or "COLUMNS" in os.environ
 
@@ -281,3 +281,94 @@ def test_missing_table_and_wrong_types(tmp_path):
     [row] = ev.attempts.to_dict("records")
     assert (row["shard"], row["items"], row["bytes"], row["outcome"], row["elapsed_s"]) == (0.0, 12.0, 40.0, "done",
                                                                                           3.0)
+
+
+# --- the Iris snapshot's saved telemetry, read offline -------------------------------------
+
+def _snapshot(runs, server, tmp_path) -> Path:
+    """What `iris_snapshot.save` leaves for a job: its log and its telemetry as Parquet."""
+    from zephyr_debug.sources import iris_finelog
+
+    snap = tmp_path / "snapshot"
+    snap.mkdir()
+    (snap / "job.log").write_bytes(Path(runs["tail.log"]).read_bytes())
+    log = load(runs["tail.log"])
+    assert iris_finelog.execution_id(Path(runs["tail.log"]).read_text().splitlines()) == log.job
+    iris_finelog.save(finelog.fetch(server.address, log.job), snap)
+    return snap
+
+
+@pytest.mark.slow
+def test_snapshot_parquet_read_offline(runs, server, tmp_path):
+    from zephyr_debug.sources import iris_finelog
+
+    snap = _snapshot(runs, server, tmp_path)
+    ev = load(str(snap))
+    assert ev.provenance == ["zephyr-output", "finelog"] and not ev.warnings, ev.warnings
+    done = ev.attempts[ev.attempts["outcome"] == "done"].set_index("shard")
+    assert done["items"].to_dict() == {i: ROWS * (SKEW_X if i == SKEW else 1) for i in range(8)}
+    assert ev.samples["worker"].notna().any() and ev.stages[0].totals["total_shards"] == 8
+    report = json.loads(zdebug("stragglers", str(snap), "--json").stdout)
+    assert {f["shard"]: f["cause"] for f in report["findings"]}.get(SKEW) == "data-skew", report["findings"]
+    # A truncated Parquet file: one warning naming it, the log's evidence kept.
+    worker_file = snap / iris_finelog.FILES["worker"]
+    worker_file.write_bytes(worker_file.read_bytes()[:200])
+    ev = load(str(snap))
+    assert ev.provenance == ["zephyr-output"] and len(ev.attempts) == len(load(runs["tail.log"]).attempts)
+    [warning] = [w for w in ev.warnings if "finelog" in w]
+    assert str(worker_file) in warning and "unreadable Parquet" in warning and "\n" not in warning
+    assert ev.attempts["worker"].notna().all() and ev.attempts["items"].isna().all()
+
+
+# --- the reference pipeline writing Zephyr's telemetry --------------------------------------
+
+REF_SKEW, REF_SKEW_X, REF_SHARDS = 3, 8, 9
+
+
+@pytest.mark.slow
+def test_reference_job_writes_zephyr_telemetry(server, jobs_root):
+    from conftest import FAST, run_reference
+    from finelog.client import LogClient
+
+    result = run_reference(jobs_root, (f"skew-shard:{REF_SKEW}:x{REF_SKEW_X}",), workers=3, shards=REF_SHARDS,
+                           stages=1, finelog=server.address)
+    assert result.state == "succeeded"
+    client = LogClient.connect(server.address)
+    try:
+        where = f"WHERE execution_id = '{result.execution_id}'"
+        rows = dict(zip(*client.query(f'SELECT status, count(*) FROM "zephyr.worker" {where} GROUP BY status')
+                        .columns, strict=True))
+        stage_rows = client.query(f'SELECT * FROM "zephyr.stage" {where}').to_pylist()
+    finally:
+        client.close()
+    rows = {k.as_py(): v.as_py() for k, v in rows.items()}
+    assert rows["START"] == rows["END"] == REF_SHARDS and rows["RUNNING"] >= 3 and "FAILED" not in rows, rows
+    [stage_row] = stage_rows
+    assert stage_row["status"] == "END" and stage_row["total_shards"] == REF_SHARDS
+    assert stage_row["cpu_time_total"] > 0 and stage_row["mem_peak_bytes_max"] > 10 << 20
+
+    target = f"finelog://127.0.0.1:{server.port}/{result.execution_id}"
+    ev = load(target)
+    assert ev.state == "succeeded" and ev.provenance == ["finelog"]
+    tel = ev.attempts.set_index("shard")["items"]
+    # The same item counts as the job's own record, the skewed shard x8.
+    job = load(str(result.job_dir)).attempts
+    assert tel.to_dict() == job[job["outcome"] == "done"].set_index("shard")["items"].to_dict()
+    assert tel[REF_SKEW] == REF_SKEW_X * tel.drop(REF_SKEW).median()
+    assert ev.config["heartbeat_interval"] == pytest.approx(FAST.heartbeat_interval, rel=0.5)
+    assert stage_row["items"] == tel.sum()
+
+    report = json.loads(zdebug("stragglers", target, "--json").stdout)
+    found = {f["shard"]: f for f in report["findings"]}
+    assert found[REF_SKEW]["cause"] == "data-skew", found
+    evidence = found[REF_SKEW]["evidence"]
+    assert any(f"items {int(tel[REF_SKEW]):,} " in line for line in evidence), evidence
+
+    # `zdebug watch` on the telemetry, and on the job dir with --finelog merged in.
+    frame = json.loads(zdebug("watch", target, "--json").stdout)
+    assert {f["shard"]: f["cause"] for f in frame["stragglers"]["findings"]}[REF_SKEW] == "data-skew"
+    assert result.execution_id in zdebug("watch", target, "--once").stdout
+    merged = json.loads(zdebug("watch", str(result.job_dir), "--finelog", server.address, "--json").stdout)
+    assert REF_SKEW in {f["shard"] for f in merged["stragglers"]["findings"]}
+    down = zdebug("watch", str(result.job_dir), "--finelog", "127.0.0.1:9", "--once")
+    assert down.stderr.startswith("warning: finelog telemetry not merged: http://127.0.0.1:9"), down.stderr

@@ -28,9 +28,9 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from zephyr_debug.analyze import stragglers
+from zephyr_debug.analyze.analysis import analyze
 from zephyr_debug.errors import ZdebugError
-from zephyr_debug.sources import load
+from zephyr_debug.sources import iris_finelog, load
 
 pytestmark = [pytest.mark.slow, pytest.mark.iris]
 
@@ -159,7 +159,7 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
         assert time.time() < deadline, f"no straggler on shard {SLOW_SHARD}: {findings or error}"
         time.sleep(2)
         try:
-            findings = stragglers.analyze(load(live))["findings"]
+            findings = analyze(load(live)).stragglers_json()["findings"]
         except ZdebugError as exc:
             assert "no Zephyr coordinator" in exc.message, exc.message
             error = exc.message
@@ -192,7 +192,8 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
         assert f"error on shard {CRASH_SHARD}" in Path(file).read_text().splitlines()[int(line) - 1], member
 
     ev = load(live)
-    assert ev.live is not None and not ev.warnings, ev.warnings  # get_status, worker usage: all fetched
+    assert ev.live is not None and not ev.warnings, ev.warnings  # get_status, worker usage, telemetry: all fetched
+    _assert_telemetry(ev)
     workers = out["workers"]["workers"]
     assert len(workers) == 2 and all(w["worker"].startswith("zephyr-zdebug-test-") for w in workers), workers
     assert max(w["memory_mb"] or 0 for w in workers) > 50, workers  # from the Iris worker's own list-tasks
@@ -215,6 +216,23 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
     assert cluster.rss.peak < 3 * 2**30, f"cluster tree peak RSS {cluster.rss.peak / 2**20:.0f} MiB"
     print(f"\nstraggler flagged {flagged:.0f}s after the cluster came up; peak RSS so far "
           f"{cluster.rss.peak / 2**20:.0f} MiB")
+
+
+def _assert_telemetry(ev) -> None:
+    """Zephyr's own rows from the cluster's finelog (`/system/log-server`, the controller's embedded
+    server), merged into the logs' attempts and saved in the snapshot, where an offline read sees them."""
+    assert ev.provenance == ["iris", "finelog"], ev.provenance
+    a = ev.attempts
+    done = a[(a["outcome"] == "done") & (a["stage"] == "stage0-Map")]
+    assert len(done) >= 4 and (done["items"] == 1).all() and done["peak_rss_bytes"].notna().all(), done
+    running = a[(a["shard"] == SLOW_SHARD) & (a["outcome"] == "running")]
+    assert len(running) == 1 and running["worker"].notna().all(), a
+    assert (ev.samples["shard"] == SLOW_SHARD).any() and ev.samples["worker"].notna().any()
+    snapshot = Path(ev.config["iris_evidence_dir"])
+    assert (snapshot / iris_finelog.FILES["worker"]).stat().st_size > 0
+    offline = load(str(snapshot))
+    assert offline.provenance == ["zephyr-output", "finelog"], offline.provenance
+    assert offline.attempts["items"].sum() == a["items"].sum()
 
 
 def test_auth_required(cluster, tmp_path):

@@ -14,18 +14,31 @@ FOLLOW_UPS: list[list[str]] = [["diagnose"], ["crashes", "--dedupe"], ["straggle
                                ["report"]]
 # What it suggests trying next, on the finished job.
 NEXT: list[list[str]] = [["diagnose"], ["report"], ["watch", "--once"]]
+WRITE_FINELOG = typer.Option(None, "--finelog", metavar="URL", show_default=False,  # reference/telemetry.py
+                             help="Also write Zephyr's per-shard telemetry (zephyr.worker / zephyr.stage) "
+                                  "to the finelog server at URL, as real Zephyr does.")
 
 
-def next_commands(execution_id: str) -> list[str]:
-    """Commands on the finished job that paste and run (`watch --once`: its last state)."""
-    return [shlex.join(["zdebug", args[0], execution_id, *args[1:]]) for args in NEXT]
+def finelog_target(url: str, execution_id: str) -> str:
+    """The `finelog://HOST:PORT/<execution_id>` target of a run that wrote to `url`."""
+    from zephyr_debug.sources import finelog
+
+    return f"{finelog.SCHEME}{finelog.server_url(url).split('://', 1)[1]}/{execution_id}"
+
+
+def next_commands(execution_id: str, finelog: str | None = None) -> list[str]:
+    """Commands on the finished job that paste and run (`watch --once`: its last state; with
+    `finelog`, stragglers from the telemetry alone)."""
+    tel = [shlex.join(["zdebug", "stragglers", finelog_target(finelog, execution_id)])] if finelog else []
+    return [shlex.join(["zdebug", args[0], execution_id, *args[1:]]) for args in NEXT] + tel
 
 
 def register(app: typer.Typer) -> None:
     @app.command(epilog=examples("zdebug demo                   # the default mixed set of faults",
                                  "zdebug demo --no-faults --no-show",
                                  "zdebug demo -f skew-shard:42:x30 -f oom:5:always --shards 64",
-                                 "zdebug demo --json"))
+                                 "zdebug demo --json",
+                                 "zdebug demo -f skew-shard:3:x8 --finelog 127.0.0.1:10001"))
     def demo(
         fault: list[str] = typer.Option(None, "--fault", "-f", metavar="KIND:TARGET[:OPTS]", help="A fault, "
                                         "repeatable (e.g. skew-shard:42:x30, oom:5:always). Default: a mixed set."),
@@ -44,6 +57,7 @@ def register(app: typer.Typer) -> None:
         host: str = typer.Option(Default("zephyr_debug.reference.server", "LOOPBACK"), "--host", metavar="ADDR",
                                  help="Address the coordinator listens on; anything but loopback is reachable "
                                       "from other machines (warns)."),
+        finelog: str = WRITE_FINELOG,
         as_json: bool = JSON,
     ) -> None:
         """Run the reference pipeline with faults; leaves a job dir for the other commands."""
@@ -58,7 +72,7 @@ def register(app: typer.Typer) -> None:
             coordinator=CoordinatorConfig(heartbeat_interval=heartbeat, heartbeat_timeout=heartbeat_timeout,
                                           status_interval=max(heartbeat * 2, 0.5),
                                           no_workers_timeout=heartbeat_timeout * 2),
-            memory_limit_mb=memory_limit_mb, deadline_s=deadline, host=host)
+            memory_limit_mb=memory_limit_mb, deadline_s=deadline, host=host, finelog=finelog)
         con = console()
         job = Job(config).serve()
         if not as_json:
@@ -76,7 +90,7 @@ def register(app: typer.Typer) -> None:
                 seen[0] = done
 
             result = job.wait(on_tick=tick)
-        nxt = next_commands(result.execution_id)
+        nxt = next_commands(result.execution_id, finelog)
         summary = {"job": result.execution_id, "dir": str(result.job_dir), "url": job.url, "state": result.state,
                    "fatal_error": result.fatal_error, "faults": specs, "next": nxt}
         if as_json:

@@ -10,7 +10,7 @@ import typer
 
 from zephyr_debug import jobstore
 from zephyr_debug.commands.common import JSON, examples
-from zephyr_debug.commands.demo import DEFAULT_FAULTS
+from zephyr_debug.commands.demo import DEFAULT_FAULTS, WRITE_FINELOG, finelog_target
 
 SCRAPE = "1s"
 
@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
         workdir: Path = typer.Option(None, metavar="DIR",
                                      help="Prometheus config and TSDB (default $ZDEBUG_HOME/prometheus)."),
         keep: bool = typer.Option(True, help="Keep Prometheus up after the job ends, until Ctrl-C."),
+        finelog: str = WRITE_FINELOG,
         as_json: bool = JSON,
     ) -> None:
         """Run the demo pipeline while a local Prometheus scrapes it every second, with the alert
@@ -43,7 +44,7 @@ def register(app: typer.Typer) -> None:
                                         no_workers_timeout=10.0)
         specs = fault or DEFAULT_FAULTS
         config = JobConfig(workers=workers, stages=default_stages(shards, rows), faults=[parse_fault(s) for s in specs],
-                           coordinator=coordinator, linger_s=3.0)
+                           coordinator=coordinator, linger_s=3.0, finelog=finelog)
         home = workdir or jobstore.jobs_root().parent / "prometheus"
         con = console()
 
@@ -57,12 +58,16 @@ def register(app: typer.Typer) -> None:
             job.start()
             info = {"prometheus": prom.url, "coordinator": job.url, "job": job.execution_id, "dir": str(job.job_dir),
                     "faults": specs, "zdebug": prometheus.target(prom.url, job.execution_id)}
+            if finelog:
+                info["finelog"] = finelog_target(finelog, job.execution_id)
             if not as_json:
                 say(f"[bold]Prometheus[/] {prom.url}/graph  (alerts: {prom.url}/alerts, data in {clean(home)})")
                 say(f"[bold]coordinator[/] {job.url}/metrics  running {job.execution_id} "
                     f"with {clean(', '.join(specs))}")
                 say(f"Grafana: provision dashboards/ ({grafana.UID}.json) against {prom.url}")
                 say(f"then: zdebug status '{info['zdebug']}'  (or stragglers, workers, report)")
+                if finelog:
+                    say(f"telemetry: zdebug stragglers {info['finelog']}")
             result = job.wait()
             info["state"] = result.state
             if as_json:

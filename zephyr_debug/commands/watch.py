@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from zephyr_debug.commands.common import JOB, JSON, TIMEOUT, examples
+from zephyr_debug.commands.common import FINELOG, JOB, JSON, TIMEOUT, examples, load_evidence
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.findings import SCHEMA_VERSION
 
@@ -57,12 +57,14 @@ def snapshot(ev: Evidence, interval_s: float, target: str) -> Snapshot:
 def register(app: typer.Typer) -> None:
     @app.command(epilog=examples("zdebug watch http://127.0.0.1:PORT   # the URL `zdebug demo` prints",
                                  "zdebug watch iris://127.0.0.1:10000/alice/my-pipeline --interval 10",
-                                 "zdebug watch latest --once"))
+                                 "zdebug watch latest --once",
+                                 "zdebug watch finelog://127.0.0.1:10001/EXEC_ID --once"))
     def watch(
         url: str = JOB,
         interval: float = typer.Option(2.0, min=0.2, metavar="SECONDS", help="Seconds between refreshes."),
         once: bool = typer.Option(False, "--once", help="Print one snapshot and exit."),
         timeout: float = TIMEOUT,
+        finelog: str = FINELOG,
         as_json: bool = JSON,
     ) -> None:
         """Live view of a running job (best with a coordinator URL): progress, tail, stragglers, top workers,
@@ -71,9 +73,8 @@ def register(app: typer.Typer) -> None:
 
         from zephyr_debug.render import watch as view
         from zephyr_debug.render.output import console, print_json
-        from zephyr_debug.sources import load
 
-        snap = snapshot(load(url), interval, url)
+        snap = snapshot(load_evidence(url, as_json, finelog), interval, url)
         if as_json:
             print_json(snap.to_json())
             return
@@ -85,21 +86,22 @@ def register(app: typer.Typer) -> None:
             with Live(view.screen(snap), console=con, auto_refresh=False, transient=False) as live:
                 while snap.analysis.state == "running":
                     time.sleep(interval)
-                    snap = snapshot(_reload(url, snap), interval, url)
+                    snap = snapshot(_reload(url, snap, finelog), interval, url)
                     live.update(view.screen(snap), refresh=True)
         except KeyboardInterrupt:
             con.print("[dim]stopped watching[/]")
 
 
-def _reload(url: str, last: Snapshot) -> Evidence:
-    """Fresh evidence; when the coordinator is gone, the job's record in the job store."""
+def _reload(url: str, last: Snapshot, finelog: str | None) -> Evidence:
+    """Fresh evidence (with `--finelog` telemetry); when the coordinator is gone, the job's record
+    in the job store."""
     from zephyr_debug.sources import load
 
     try:
-        return load(url)
+        return load(url, finelog)
     except ZdebugError as exc:
         try:
-            return load(last.analysis.job)
+            return load(last.analysis.job, finelog)
         except ZdebugError:
             raise ZdebugError(f"{exc.message}; it stopped answering while the job was "
                               f"{last.analysis.state}") from None

@@ -22,7 +22,7 @@ import psutil
 
 from zephyr_debug import jobstore
 from zephyr_debug.model import JobStatus, safe_name
-from zephyr_debug.reference import logfmt
+from zephyr_debug.reference import logfmt, telemetry
 from zephyr_debug.reference.coordinator import Coordinator, CoordinatorConfig, StageSpec
 from zephyr_debug.reference.faults import Fault
 from zephyr_debug.reference.server import LOOPBACK, CoordinatorServer
@@ -49,6 +49,7 @@ class JobConfig:
     root: Path | None = None  # jobs root; default $ZDEBUG_HOME/jobs
     host: str = LOOPBACK
     port: int = 0
+    finelog: str | None = None  # write Zephyr's zephyr.worker / zephyr.stage rows to this finelog server
 
 
 @dataclass
@@ -75,6 +76,8 @@ class Job:
         self.execution_id = jobstore.new_execution_id(config.name)
         self.job_dir = (config.root or jobstore.jobs_root()) / self.execution_id
         self.events = jobstore.EventLog(self.job_dir / jobstore.EVENTS)
+        if config.finelog:  # the coordinator's events become zephyr.stage rows
+            self.events = telemetry.StageRows(self.events, config.finelog, self.execution_id)
         (self.job_dir / "workers").mkdir(exist_ok=True)
         self.kernel_log = logfmt.LineLog(self.job_dir / "kernel.log", "kernel")
         self.coordinator = Coordinator(self.execution_id, config.stages, config.coordinator, self.events,
@@ -118,7 +121,8 @@ class Job:
         cfg = self.config
         wcfg = {"worker_id": worker.id, "index": worker.index, "url": self.server.url,
                 "job_dir": str(self.job_dir), "runner": cfg.runner, "faults": [f.to_dict() for f in cfg.faults],
-                "heartbeat_interval": cfg.coordinator.heartbeat_interval}
+                "heartbeat_interval": cfg.coordinator.heartbeat_interval, "finelog": cfg.finelog,
+                "execution_id": self.execution_id}
         stderr = open(self.job_dir / "workers" / f"{safe_name(worker.id)}.stderr", "ab")
         with stderr:
             worker.proc = subprocess.Popen([sys.executable, "-m", "zephyr_debug.reference.worker", json.dumps(wcfg)],

@@ -20,7 +20,7 @@ import requests
 
 from zephyr_debug.model import safe_name
 from zephyr_debug import zephyrlog
-from zephyr_debug.reference import logfmt
+from zephyr_debug.reference import logfmt, telemetry
 from zephyr_debug.reference.faults import from_dicts
 from zephyr_debug.reference.runners import RUNNERS
 
@@ -48,6 +48,7 @@ class Worker:
         self._children: dict[int, psutil.Process] = {}
         self._peak_rss = 0
         self._stop = threading.Event()
+        self.telemetry = telemetry.ShardRows(cfg.get("finelog"), cfg.get("execution_id", ""), self.log)
 
     def call(self, path: str, **body) -> dict:
         reply = self.http.post(self.url + path, json={"worker": self.id, **body}, timeout=30)
@@ -81,7 +82,9 @@ class Worker:
         failures = 0
         while not self._stop.wait(self.interval):
             try:
-                reply = self.call("/heartbeat", sample=self.sample())
+                sample = self.sample()
+                self.telemetry.running(sample)
+                reply = self.call("/heartbeat", sample=sample)
                 failures = 0
                 if reply.get("status") == "unknown_worker":
                     self.call("/register", pid=os.getpid())
@@ -114,6 +117,7 @@ class Worker:
         self.log.info(zephyrlog.EXECUTING.format(worker=self.id, stage=task["stage"], shard=shard, attempt=attempt))
         with self._lock:
             self.current = {"stage": task["stage"], "shard": shard, "items": 0, "bytes": 0}
+        self.telemetry.start(task["stage"], shard)
 
         def progress(items: int, nbytes: int) -> None:
             with self._lock:
@@ -121,10 +125,12 @@ class Worker:
 
         outcome = self.runner.run(task, progress)
         with self._lock:
-            self.current = None
+            last, self.current = self.current, None
+        done = outcome.result if outcome.ok else last
         key = {"stage_index": task["stage_index"], "shard": shard, "attempt": attempt}
         extra = {"returncode": outcome.returncode, "peak_rss_bytes": outcome.peak_rss_bytes,
-                 "runner": self.runner.name}
+                 "runner": self.runner.name,
+                 **self.telemetry.end(outcome.ok, done["items"], done["bytes"], outcome.peak_rss_bytes)}
         if outcome.ok:
             self.log.info(zephyrlog.SHARD_DONE.format(worker=self.id, shard=shard, secs=outcome.elapsed_s))
             self.call("/report_result", **key, elapsed_s=outcome.elapsed_s, items=outcome.result["items"],
@@ -157,6 +163,8 @@ def main() -> int:
     except requests.RequestException as exc:
         worker.log.error(f"[{worker.id}] coordinator unreachable: {exc}")
         return 3
+    finally:
+        worker.telemetry.close()
 
 
 if __name__ == "__main__":

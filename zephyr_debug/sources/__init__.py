@@ -23,7 +23,7 @@ FILE_LOADERS: list[Callable[[Path], Evidence | None]] = [evidencedir.load]
 def load(target: str, finelog_url: str | None = None) -> Evidence:
     """The evidence of `target`; with `finelog_url`, Zephyr's telemetry of the same execution merged in."""
     kind, ev = _load(target)
-    ev.provenance = ev.provenance or [kind]
+    ev.provenance = ev.provenance if ev.provenance[:1] == [kind] else [kind, *ev.provenance]
     return finelog.merge(ev, finelog_url) if finelog_url else ev
 
 

@@ -3,6 +3,7 @@
 - log text (coordinator / worker logs, Iris `job logs`, JSON-lines records)  -> logtext
 - get_status (JSON string holding the JobStatus repr, bare repr, or JSON object) -> jobstatus
 - Iris list-tasks / get-task-logs JSON -> tasks;  get_counters JSON -> counters
+- Zephyr's finelog rows saved in an Iris snapshot (Parquet) -> merged telemetry (iris_finelog)
 
 Files that are unreadable are reported as warnings; only when nothing at all is usable does
 loading fail, with one `file:line: …` error.
@@ -18,7 +19,7 @@ import pandas as pd
 
 from zephyr_debug.errors import EvidenceError, ZdebugError
 from zephyr_debug.model import ALIVE_STATES, STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, frame
-from zephyr_debug.sources import counters, jobstatus, logtext, tasks
+from zephyr_debug.sources import counters, iris_finelog, jobstatus, logtext, tasks
 from zephyr_debug.sources.timeline import Timeline
 
 MAX_JSON_BYTES = 256 << 20
@@ -30,7 +31,7 @@ def load(path: Path) -> Evidence | None:
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     except OSError as exc:  # an unreadable subdirectory
         raise EvidenceError(f"{exc.filename or path}: cannot list ({exc.strerror})") from None
-    parts: dict[str, list] = {"log": [], "records": [], "status": [], "tasks": [], "counters": []}
+    parts: dict[str, list] = {"log": [], "records": [], "status": [], "tasks": [], "counters": [], "finelog": []}
     errors: list[str] = []
     for file in files:
         try:
@@ -52,6 +53,8 @@ def load(path: Path) -> Evidence | None:
         ev.workers = _merge_workers(ev.workers, table)
     for _, values in parts["counters"]:
         ev.counters = {**values, **ev.counters}  # a log's final counters are newer than a snapshot
+    if parts["finelog"]:
+        ev = iris_finelog.attach_saved(ev, [file for file, _ in parts["finelog"]])
     return ev
 
 
@@ -68,6 +71,8 @@ def classify(file: Path) -> tuple[str | None, object]:
     body = head.lstrip()
     if not body:
         return None, None
+    if iris_finelog.is_file(file, head):
+        return "finelog", None
     if looks_json(body):
         return _classify_json(file, body)
     if body.startswith(b"JobStatus("):

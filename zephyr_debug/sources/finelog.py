@@ -485,6 +485,8 @@ def _sample_attempts(samples: pd.DataFrame, attempts: pd.DataFrame):
     import numpy as np
     import pandas as pd
 
+    if not len(samples):  # an empty side would not infer pandas' str dtype: merge_asof refuses the pair
+        return np.zeros(0)
     left = pd.DataFrame({"stage": samples["stage"].to_numpy(dtype=object), "shard": samples["shard"].to_numpy(float),
                          "ts": samples["ts"].to_numpy(float), "i": np.arange(len(samples))})
     right = pd.DataFrame({"stage": attempts["stage"].to_numpy(dtype=object),

@@ -5,8 +5,8 @@ each task's own worker: the controller's list-tasks lacks it), the endpoints, th
 (children included) and the Zephyr coordinator's `get_status` / `get_counters`. `save` writes
 them as `iris rpc` JSON and log text to a new snapshot dir that `evidencedir` reads back, so
 the live view and an offline re-run (`zdebug crashes <that dir>`) share the parsers. A new
-kind of fetched evidence (e.g. finelog rows) is one field of `Fetched`, one call in `fetch`
-and one file in `save`.
+kind of fetched evidence is one field of `Fetched`, one call in `fetch` and one file in `save`,
+as Zephyr's finelog telemetry is (`iris_finelog`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from pathlib import Path
 from zephyr_debug import zephyrlog
 from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import safe_name
+from zephyr_debug.sources import iris_finelog
+from zephyr_debug.sources.finelog import Rows
 from zephyr_debug.sources.iris_client import IrisClient
 
 KEEP_SNAPSHOTS = 3
@@ -44,6 +46,7 @@ class Fetched:
     logs: list = field(default_factory=list)  # iris TaskLogEntry, oldest first
     status: dict | None = None  # the coordinator's get_status, as plain data
     counters: dict | None = None
+    telemetry: Rows | None = None  # Zephyr's finelog rows of the newest execution
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -81,6 +84,7 @@ def fetch(url: str, job: str) -> Fetched:
         got.tasks = [t for tasks in task_lists for t in tasks]
         _add_usage(iris, got)
         got.logs = logs.result()
+        got.telemetry = iris_finelog.fetch(iris, [e.data for e in got.logs], got.warnings)
         for method, call in calls.items():
             result = call.result()
             if isinstance(result, Exception):
@@ -132,6 +136,8 @@ def save(got: Fetched, root: Path) -> Path:
     for name, value in (("get_status", got.status), ("get_counters", got.counters)):
         if value is not None:
             (out / f"{name}.json").write_text(json.dumps(value, indent=1, default=str) + "\n")
+    if got.telemetry is not None:
+        iris_finelog.save(got.telemetry, out)
     return out
 
 
