@@ -165,7 +165,7 @@ def big_log(tmp_path_factory):
 def test_generated_log_rebuilds_the_timeline(big_log):
     path, expected = big_log
     ev = logtext.load([path], "big")
-    assert len(ev.status) == expected["status"]
+    assert ev.config["status_lines"] == expected["status"] and 100 < len(ev.status) < expected["status"] / 4
     a = ev.attempts
     assert (a["outcome"] == "done").sum() == expected["done"]
     infra = a[a["kind"] == "infra"]
@@ -206,7 +206,7 @@ def test_without_grep_large_files_are_scanned_in_python(big_log, monkeypatch):
     path, expected = big_log
     monkeypatch.setenv("PATH", "/nonexistent")
     assert logtext.grep_scan(str(path)) is None
-    assert len(logtext.load([path], "big").status) == expected["status"]
+    assert logtext.load([path], "big").config["status_lines"] == expected["status"]
 
 
 def test_benchmark_reports_a_ratio(monkeypatch):

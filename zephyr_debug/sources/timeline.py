@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 import re
 
-import pandas as pd
-
 from zephyr_debug.model import (
     ATTEMPT_COLUMNS,
     INFRA,
@@ -19,6 +17,7 @@ from zephyr_debug.model import (
     StageInfo,
     frame,
 )
+from zephyr_debug.sources.compact import AttemptTable, StatusSeries
 from zephyr_debug.sources.jobstatus import parse_literal
 from zephyr_debug.zephyrlog import FAILURE_KINDS, RETURNCODE_RE, human_number
 
@@ -35,10 +34,9 @@ class Timeline:
         self.events = 0
         self.bad = 0
         self.notes: list[str] = []  # warnings found while scanning (log spam, ...)
-        self.status: list[dict] = []
+        self.status = StatusSeries()  # downsampled per stage; [-1] is the newest row
         self.stages: dict[str, StageInfo] = {}
-        self.attempts: dict[tuple, dict] = {}
-        self.by_shard: dict[tuple, list[tuple]] = {}  # (stage, shard) -> attempt keys
+        self.attempts = AttemptTable()  # (stage, shard, attempt) -> row; keys_of(stage, shard)
         self.holding: dict[str, tuple] = {}  # worker -> key of the attempt it runs
         self.workers: dict[str, dict] = {}
         self.crashes: list[Crash] = []
@@ -269,7 +267,7 @@ class Timeline:
         if key is not None and key[1] == shard:
             return self.attempts[key]
         stage = self._current_stage()
-        rows = self.by_shard.get((stage, shard), [])
+        rows = self.attempts.keys_of(stage, shard)
         open_rows = [k for k in rows if self.attempts[k].get("worker") == worker
                      and self.attempts[k].get("outcome") == "running"]
         if open_rows:
@@ -278,15 +276,13 @@ class Timeline:
             attempt = max((k[2] for k in rows), default=-1) + 1
         return self._add((stage, shard, attempt), worker=worker, outcome="running")
 
-    def _add(self, key: tuple, **fields) -> dict:
-        row = self.attempts[key] = {"stage": key[0], "shard": key[1], "attempt": key[2], **fields}
-        self.by_shard.setdefault(key[:2], []).append(key)
-        return row
+    def _add(self, key: tuple, **fields):
+        return self.attempts.add(key, **fields)
 
     def _since(self, row: dict) -> float | None:
         """When a shard that no Executing line shows started: the end of its previous attempt (a
         requeued shard in a tail is handed out at once), else its stage's start."""
-        keys = [k for k in self.by_shard.get((row["stage"], row["shard"]), []) if k[2] < row["attempt"]]
+        keys = [k for k in self.attempts.keys_of(row["stage"], row["shard"]) if k[2] < row["attempt"]]
         if keys:
             return self.attempts[max(keys, key=lambda k: k[2])].get("end_ts")
         info = self.stages.get(row["stage"])
@@ -294,7 +290,7 @@ class Timeline:
 
     def _reported(self, worker: str, shard: int) -> dict | None:
         """The failed attempt (by its worker's error line) that a coordinator failure line confirms."""
-        keys = self.by_shard.get((self._current_stage(), shard), [])
+        keys = self.attempts.keys_of(self._current_stage(), shard)
         for key in sorted(keys, key=lambda k: -k[2]):
             row = self.attempts[key]
             if row.get("worker") == worker and row.get("outcome") == "failed" \
@@ -332,11 +328,9 @@ class Timeline:
         ev = Evidence(job=self.job, source=self.source, now=now, state=state)
         ev.heartbeat_ages = False
         ev.stages = sorted(self.stages.values(), key=lambda s: s.index)
-        status = pd.DataFrame(self.status) if self.status else None
-        ev.status = frame(status.sort_values("ts", kind="stable").to_dict("records") if status is not None else [],
-                          STATUS_COLUMNS + ["items"])
+        ev.status = self.status.frame(STATUS_COLUMNS + ["items"])
         self._open_tail_attempts(ev)
-        ev.attempts = frame(list(self.attempts.values()), ATTEMPT_COLUMNS)
+        ev.attempts = self.attempts.frame(ATTEMPT_COLUMNS)
         ev.workers = frame([{"worker": w["worker"], "state": w["state"], "shard": w["shard"],
                              "last_seen_ago": None if w["last_seen"] is None else round(now - w["last_seen"], 3)}
                             for w in self.workers.values()], WORKER_COLUMNS)
@@ -348,6 +342,7 @@ class Timeline:
             self.fatal.split(",")[0] in self.fatal_detail else self.fatal
         ev.progress_time = self.progress
         ev.config = {"all_dead_ts": self.all_dead} if self.all_dead else {}
+        ev.config["status_lines"] = len(self.status)  # ev.status keeps a downsampled share of them
         if self.bad:
             ev.warnings.append(f"skipped {self.bad} unparseable lines")
         ev.warnings += self.notes
@@ -359,14 +354,9 @@ class Timeline:
         for info in self.stages.values():
             if info.end_ts is not None or not info.total:
                 continue
-            ends = {}
-            for (stage, shard), keys in self.by_shard.items():
-                if stage == info.name:
-                    done = [self.attempts[k].get("end_ts") for k in keys if self.attempts[k].get("outcome") == "done"]
-                    if done and done[-1] is not None:
-                        ends[shard] = done[-1]
+            ends = self.attempts.done_ends(info.name)
             if len(ends) >= info.total:
-                info.end_ts = max(ends.values())
+                info.end_ts = float(ends.max())
 
     def _open_tail_attempts(self, ev: Evidence) -> None:
         """A coordinator-only log never names the new holder of a requeued shard: when the last
@@ -374,10 +364,10 @@ class Timeline:
         if ev.state != "running" or not self.status or not self.status[-1]["in_flight"]:
             return
         stage = self.status[-1]["stage"]
-        for (st, shard), keys in sorted(self.by_shard.items()):
+        for st, shard in self.attempts.shards():
             if st != stage:
                 continue
-            row = self.attempts[max(keys)]  # the shard's newest attempt
+            row = self.attempts[max(self.attempts.keys_of(st, shard))]  # the shard's newest attempt
             if row.get("outcome") == "failed" and row.get("kind") == INFRA:
                 self._add((stage, shard, row["attempt"] + 1), worker=None, start_ts=row.get("end_ts"),
                           outcome="running")

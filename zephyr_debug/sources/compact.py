@@ -1,0 +1,358 @@
+"""Compact stores a log timeline folds into: the status series, downsampled per stage as it
+arrives (every change of state kept), and the shard-attempt table in typed columns.
+
+Memory grows with what is kept, not with the lines read: a status row costs nothing once its
+time bin holds a newer one; an attempt is a few array slots (codes for stage, worker, outcome).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import deque
+
+STATUS_ROWS_PER_STAGE = 2_000  # binned (unpinned) rows kept per stage; render/report.py draws 1,500
+RECENT_ROWS = 64  # a stage's newest rows, always kept whole (the printed item resolution near the end)
+# Status columns as the fold writes them; None is stored as NaN.
+STATUS_VALUES = ("ts", "completed", "total", "in_flight", "queue_depth", "retries", "alive", "registered", "dead",
+                 "items")
+NAN = math.nan
+_TS, _DONE, _TOTAL, _FLIGHT, _QUEUE, _RETRIES, _ALIVE, _REG, _DEAD, _ITEMS = range(len(STATUS_VALUES))
+
+
+def _nan(value) -> float:
+    return NAN if value is None else value
+
+
+class _StageRows:
+    """One stage's kept rows: pinned ones (changes of state) and time-binned ones (the rest).
+
+    Pinned: the stage's first row; a change of total, retries, alive, registered or dead; the
+    tail starting or ending (queue empty with shards in flight); completed or in_flight changing
+    while the queue is empty; each end of a run of equal rows (equal items= while the queue is
+    empty); and the row before each of these. The newest RECENT_ROWS rows are kept whole."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.recent: deque[list] = deque()  # [values, pinned, seq], newest last
+        self.pinned = [array("d") for _ in STATUS_VALUES] + [array("q")]  # + arrival number
+        self.binned = [array("d") for _ in STATUS_VALUES] + [array("q")]
+        self.t0: float | None = None
+        self.width = 0.0  # bin width in seconds; 0 = every row kept so far
+        self.last_bin: float | None = None
+        self.prev: tuple | None = None
+        self.prev_key: tuple | None = None
+        self.prev_tail = False
+        self.prev_same = False
+        self.retries = None  # the last retries count seen (lines without one in between)
+
+    def add(self, v: tuple, seq: int) -> None:
+        """`v`: one row's STATUS_VALUES (None where the line has no such count)."""
+        p, recent = self.prev, self.recent
+        queue = v[_QUEUE]
+        tail = queue == 0 and (v[_FLIGHT] or 0) > 0
+        key = v[_ITEMS] if queue == 0 else v[_DONE:_RETRIES] + v[_ALIVE:]
+        pinned = p is None
+        if p is not None:
+            counts, before = (v[_TOTAL], v[_ALIVE], v[_REG], v[_DEAD]), (p[_TOTAL], p[_ALIVE], p[_REG], p[_DEAD])
+            change = tail != self.prev_tail or (queue == 0 and (v[_DONE] != p[_DONE] or v[_FLIGHT] != p[_FLIGHT])) \
+                or (counts != before and any(a != b and a is not None and b is not None
+                                             for a, b in zip(counts, before))) \
+                or (v[_RETRIES] is not None and self.retries is not None and v[_RETRIES] != self.retries)
+            same = key == self.prev_key
+            if change or same != self.prev_same:
+                recent[-1][1] = True  # the row before a change, or the last/first of a run of equal rows
+            pinned = change
+            self.prev_same = same
+        if v[_RETRIES] is not None:
+            self.retries = v[_RETRIES]
+        self.prev, self.prev_key, self.prev_tail = v, key, tail
+        recent.append([v, pinned, seq])
+        if len(recent) > RECENT_ROWS:
+            self._store(*recent.popleft())
+
+    def _store(self, v: tuple, pinned: bool, seq: int) -> None:
+        ts = _nan(v[_TS])
+        if self.t0 is None:
+            self.t0 = ts
+        cols = self.pinned if pinned else self.binned
+        if not pinned and self.width > 0:
+            b = self._bin(ts)
+            if b == self.last_bin and len(cols[-1]):
+                for col, x in zip(cols, (*v, seq)):
+                    col[-1] = _nan(x)  # the newest row of its bin stands for it
+                return
+            self.last_bin = b
+        for col, x in zip(cols, (*v, seq)):
+            col.append(_nan(x))
+        if len(self.binned[-1]) > STATUS_ROWS_PER_STAGE:
+            self._coarsen(ts)
+
+    def _bin(self, ts: float) -> float:
+        return math.floor((ts - self.t0) / self.width) if ts == ts and self.t0 == self.t0 else math.inf
+
+    def _coarsen(self, ts: float) -> None:
+        """Doubles the bin width (or sets it from the span seen) and keeps each bin's newest row."""
+        span = ts - self.t0 if ts == ts and self.t0 == self.t0 else 0.0
+        self.width = max(self.width * 2, span / (STATUS_ROWS_PER_STAGE / 2), 1e-3)
+        old, keep = self.binned, []
+        for k in range(len(old[-1])):
+            if keep and self._bin(old[0][keep[-1]]) == self._bin(old[0][k]):
+                keep[-1] = k
+            else:
+                keep.append(k)
+        self.binned = [array(col.typecode, (col[k] for k in keep)) for col in old]
+        self.last_bin = self._bin(self.binned[0][-1]) if keep else None
+
+    def columns(self) -> list[list]:
+        """Kept rows in arrival order: one list per STATUS_VALUES column, then the arrival numbers."""
+        rows = [list(zip(*cols)) for cols in (self.pinned, self.binned)]
+        merged = sorted(rows[0] + rows[1], key=lambda r: r[-1])
+        merged += [(*(_nan(x) for x in v), seq) for v, _, seq in self.recent]
+        return [list(c) for c in zip(*merged)] if merged else [[] for _ in range(len(STATUS_VALUES) + 1)]
+
+
+class StatusSeries:
+    """The status rows of a log. `append(row)` and `[-1]` (the newest row, a dict the fold may
+    still amend, e.g. its retries) as a list's; rows are downsampled once a newer one arrives."""
+
+    def __init__(self):
+        self.stages: dict[str, _StageRows] = {}
+        self.last: dict | None = None
+        self.pending = False  # the newest row is not in its stage's store yet
+        self.seen = 0
+
+    def __len__(self) -> int:
+        return self.seen
+
+    def __getitem__(self, index: int) -> dict:
+        if index != -1 or self.last is None:
+            raise IndexError("only the newest status row is kept as a row")
+        return self.last
+
+    def append(self, row: dict) -> None:
+        self._commit()
+        self.last, self.pending = row, True
+        self.seen += 1
+
+    def _commit(self) -> None:
+        """Hands the newest row to its stage's store (once: it stays readable as [-1])."""
+        row = self.last
+        if row is None or not self.pending:
+            return
+        rows = self.stages.get(row["stage"])
+        if rows is None:
+            rows = self.stages[row["stage"]] = _StageRows(row["stage"])
+        rows.add(tuple(row.get(c) for c in STATUS_VALUES), self.seen)
+        self.pending = False
+
+    def frame(self, columns: list[str]):
+        """The kept rows as a DataFrame of `columns`, ordered by time (stable); integer columns
+        without a gap as int64."""
+        import numpy as np
+        import pandas as pd
+
+        self._commit()
+        parts, names = [], []
+        for rows in self.stages.values():
+            cols = rows.columns()
+            parts.append(cols)
+            names.append(np.full(len(cols[0]), rows.name, dtype=object))
+        data = {c: np.concatenate([np.asarray(p[k], dtype=float) for p in parts]) if parts else np.empty(0)
+                for k, c in enumerate(STATUS_VALUES)}
+        seq = np.concatenate([np.asarray(p[-1], dtype=np.int64) for p in parts]) if parts else np.empty(0, int)
+        data["stage"] = np.concatenate(names) if names else np.empty(0, dtype=object)
+        order = np.lexsort((seq, data["ts"]))  # NaN times sort last, as sort_values puts them
+        out = {}
+        for c in columns:
+            v = data[c][order] if c in data else np.full(len(order), NAN)
+            if c not in ("ts", "stage", "items") and c in data:
+                known = ~np.isnan(v)
+                if known.all() and len(v):
+                    v = v.astype(np.int64)
+                elif not known.any():
+                    v = np.full(len(v), None, dtype=object)
+            out[c] = v
+        return pd.DataFrame(out, columns=columns)
+
+
+# -- attempts --------------------------------------------------------------------------------
+_FLOATS = ("start_ts", "end_ts", "elapsed_s")
+_CODED = ("stage", "worker", "outcome")
+_MISSING = object()
+
+
+class AttemptRow:
+    """One attempt, read and written like the dict it stands for (absent keys read as missing)."""
+
+    __slots__ = ("t", "i")
+
+    def __init__(self, table: AttemptTable, index: int):
+        self.t, self.i = table, index
+
+    def get(self, key: str, default=None):
+        t, i = self.t, self.i
+        if key in t.floats:
+            v = t.floats[key][i]
+            return default if v != v else v
+        if key in t.codes:
+            c = t.codes[key][i]
+            return default if c < 0 else t.names[key][c]
+        if key == "shard":
+            return t.shard[i]
+        if key == "attempt":
+            return t.attempt[i]
+        return t.extra.get(i, {}).get(key, default)
+
+    def __getitem__(self, key: str):
+        v = self.get(key, _MISSING)
+        if v is _MISSING:
+            raise KeyError(key)
+        return v
+
+    def __setitem__(self, key: str, value) -> None:
+        t, i = self.t, self.i
+        if key in t.floats and (value is None or isinstance(value, (int, float))):
+            t.floats[key][i] = NAN if value is None else value
+        elif key in t.codes and (value is None or isinstance(value, str)):
+            t.codes[key][i] = -1 if value is None else t.code(key, value)
+        elif key in ("shard", "attempt", "stage"):
+            raise KeyError(f"{key} is part of the attempt's key")
+        else:
+            t.extra.setdefault(i, {})[key] = value
+
+    def update(self, **fields) -> None:
+        for key, value in fields.items():
+            self[key] = value
+
+
+class AttemptTable:
+    """Shard attempts keyed (stage, shard, attempt) in typed columns; lookups by shard go through
+    one slot per shard number (its newest attempt) and a link to each attempt's previous one."""
+
+    def __init__(self):
+        self.floats = {c: array("d") for c in _FLOATS}
+        self.codes = {c: array("i") for c in _CODED}
+        self.names: dict[str, list[str]] = {c: [] for c in _CODED}
+        self._code: dict[str, dict[str, int]] = {c: {} for c in _CODED}
+        self.shard, self.attempt, self.prev = array("q"), array("q"), array("q")
+        self.newest: dict[int, array] = {}  # stage code -> row of each shard's newest attempt (-1: none)
+        self.sparse: dict[tuple[int, int], int] = {}  # shard numbers too far apart for a slot array
+        self.extra: dict[int, dict] = {}  # rare fields (error, reason, failure, generation, ...)
+
+    def code(self, column: str, value: str) -> int:
+        c = self._code[column].get(value)
+        if c is None:
+            c = self._code[column][value] = len(self.names[column])
+            self.names[column].append(value)
+        return c
+
+    def __len__(self) -> int:
+        return len(self.shard)
+
+    def _head(self, stage: int, shard: int) -> int:
+        slots = self.newest.get(stage)
+        if slots is not None and 0 <= shard < len(slots):
+            return slots[shard]
+        return self.sparse.get((stage, shard), -1)
+
+    def rows_of(self, stage: str, shard: int) -> list[int]:
+        """Row numbers of the shard's attempts, oldest first."""
+        c = self._code["stage"].get(stage)
+        out, i = [], -1 if c is None else self._head(c, shard)
+        while i >= 0:
+            out.append(i)
+            i = self.prev[i]
+        return out[::-1]
+
+    def keys_of(self, stage: str, shard: int) -> list[tuple]:
+        return [(stage, shard, self.attempt[i]) for i in self.rows_of(stage, shard)]
+
+    def _find(self, key: tuple) -> int:
+        stage, shard, attempt = key
+        return next((i for i in reversed(self.rows_of(stage, shard)) if self.attempt[i] == attempt), -1)
+
+    def get(self, key: tuple) -> AttemptRow | None:
+        i = self._find(key)
+        return None if i < 0 else AttemptRow(self, i)
+
+    def __getitem__(self, key: tuple) -> AttemptRow:
+        row = self.get(key)
+        if row is None:
+            raise KeyError(key)
+        return row
+
+    def __contains__(self, key: tuple) -> bool:
+        return self._find(key) >= 0
+
+    def add(self, key: tuple, **fields) -> AttemptRow:
+        stage, shard, attempt = key
+        s = self.code("stage", stage)
+        i = len(self.shard)
+        self.codes["stage"].append(s)
+        for c in ("worker", "outcome"):
+            self.codes[c].append(-1)
+        for col in self.floats.values():
+            col.append(NAN)
+        self.shard.append(shard)
+        self.attempt.append(attempt)
+        self.prev.append(self._head(s, shard))
+        slots = self.newest.setdefault(s, array("q"))
+        if 0 <= shard < 2 * len(slots) + 65_536:
+            if shard >= len(slots):
+                slots.extend([-1] * (shard + 1 - len(slots)))
+            slots[shard] = i
+        else:
+            self.sparse[(s, shard)] = i
+        row = AttemptRow(self, i)
+        row.update(**fields)
+        return row
+
+    def shards(self) -> list[tuple[str, int]]:
+        """(stage, shard) of every shard with an attempt, sorted."""
+        names = self.names["stage"]
+        out = {(names[s], k) for s, slots in self.newest.items() for k, i in enumerate(slots) if i >= 0}
+        return sorted(out | {(names[s], k) for s, k in self.sparse})
+
+    def done_ends(self, stage: str):
+        """Per shard of `stage` whose newest `done` attempt has an end time: that time (an array)."""
+        import numpy as np
+
+        c = self._code["stage"].get(stage)
+        done = self._code["outcome"].get("done")
+        if c is None or done is None or not len(self.shard):
+            return np.empty(0)
+        rows = np.flatnonzero((np.frombuffer(self.codes["stage"], dtype=np.int32) == c)
+                              & (np.frombuffer(self.codes["outcome"], dtype=np.int32) == done))[::-1]
+        _, first = np.unique(np.frombuffer(self.shard, dtype=np.int64)[rows], return_index=True)
+        ends = np.frombuffer(self.floats["end_ts"], dtype=float)[rows[first]]
+        return ends[~np.isnan(ends)]
+
+    def frame(self, columns: list[str]):
+        """Every attempt, in the order added, as a DataFrame of `columns` (absent fields NaN)."""
+        import numpy as np
+        import pandas as pd
+
+        n = len(self.shard)
+        out = {}
+        for c in columns:
+            if c in self.floats:
+                out[c] = np.frombuffer(self.floats[c], dtype=float).copy() if n else np.empty(0)
+            elif c in self.codes:
+                codes = np.frombuffer(self.codes[c], dtype=np.int32) if n else np.empty(0, np.int32)
+                names = np.array(self.names[c] + [None], dtype=object)
+                out[c] = names[np.where(codes < 0, len(names) - 1, codes)]
+                if c != "stage":
+                    out[c] = np.where(codes < 0, np.nan, out[c]) if (codes < 0).any() else out[c]
+            elif c in ("shard", "attempt"):
+                out[c] = np.frombuffer(getattr(self, c), dtype=np.int64).copy() if n else np.empty(0, np.int64)
+            else:
+                rows = [(i, d[c]) for i, d in self.extra.items() if c in d]
+                if not rows:
+                    out[c] = np.full(n, NAN)
+                    continue
+                v = np.full(n, NAN, dtype=object)
+                for i, value in rows:
+                    v[i] = value
+                out[c] = pd.Series(v).infer_objects().to_numpy()
+        return pd.DataFrame(out, columns=columns)
