@@ -1,4 +1,5 @@
-"""`zdebug diagnose`: ranked findings, each with a playbook and the next command."""
+"""`zdebug diagnose`: one finding per root cause, ranked by severity and cost, each with a
+playbook and next commands that run."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ import subprocess
 import sys
 
 from zephyr_debug import playbooks
-from zephyr_debug.analyze.diagnose import SEVERITY, diagnose
+from zephyr_debug.analyze.analysis import analyze
+from zephyr_debug.analyze.nextsteps import _playbooks
+from zephyr_debug.findings import CAUSES, JOB_KINDS, SEVERITIES
 from zephyr_debug.sources import load
 
 
-def run(*args: str) -> dict:
+def run(*args: str, code: int = 0) -> dict:
     proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "diagnose", *args, "--json"],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == code, proc.stderr
     return json.loads(proc.stdout)
 
 
@@ -22,31 +25,35 @@ def test_healthy_job_has_no_findings(reference_job):
     result = reference_job(workers=2, shards=4)
     d = run(str(result.job_dir))
     assert d["healthy"] is True and d["findings"] == [] and d["state"] == "succeeded"
+    assert d["schema_version"] >= 2 and d["headline"].startswith("Succeeded")
 
 
-def test_aborted_job_ranks_the_abort_first_and_names_playbooks(reference_job):
+def test_aborted_job_one_finding_per_root_cause(reference_job):
     result = reference_job("crash-loop:2", workers=2, shards=4, stages=1)
     d = run(str(result.job_dir))
-    first = d["findings"][0]
-    assert first["cause"] == "aborted" and "Shard 2 failed 3 times" in first["title"]
-    ranks = [SEVERITY.index(f["cause"]) for f in d["findings"]]
+    kinds = [f["kind"] for f in d["findings"]]
+    assert sorted(kinds) == ["aborted", "crash-loop"], kinds  # not a third "crash group" of the same failures
+    loop = next(f for f in d["findings"] if f["kind"] == "crash-loop")
+    assert loop["shards"] == [2] and "ArrowInvalid" in loop["title"] and loop["fingerprint"]
+    aborted = next(f for f in d["findings"] if f["kind"] == "aborted")
+    assert "Shard 2 failed 3 times" in aborted["title"] and aborted["evidence"][0].startswith("caused by:")
+    ranks = [SEVERITIES.index(f["severity"]) for f in d["findings"]]
     assert ranks == sorted(ranks)
-    crash = next(f for f in d["findings"] if f["cause"] == "crash-group")
-    assert crash["count"] == 3 and "ArrowInvalid" in crash["title"]
-    assert any("deterministic" in line for line in crash["evidence"])
     books = {b.name for b in playbooks.all_playbooks()}
     for f in d["findings"]:
-        assert f["playbook"] in books and f"zdebug playbook {f['playbook']}" in f["next"]
+        named = [step.split()[-1] for step in f["next"] if step.startswith("zdebug playbook ")]
+        assert named and set(named) <= books
+    assert run(str(result.job_dir), "--exit-status", code=1)["state"] == "failed"
 
 
-def test_every_cause_the_analyzers_emit_has_a_playbook():
-    from zephyr_debug.analyze.stragglers import CAUSES
-
-    mapped = playbooks.for_cause()
-    missing = [c for c in [*CAUSES, *SEVERITY] if c not in mapped]
+def test_every_kind_the_analysis_emits_has_a_playbook():
+    mapped = _playbooks()
+    missing = [c for c in [*CAUSES, *JOB_KINDS] if c not in mapped and c != "recovered"]
     assert not missing, missing
 
 
-def test_diagnose_is_pure_over_evidence(reference_job):
+def test_analysis_is_pure_over_evidence(reference_job):
     ev = load(str(reference_job(workers=2, shards=4).job_dir))
-    assert diagnose(ev, [])["healthy"] is True
+    before = (len(ev.attempts), len(ev.crashes), list(ev.warnings))
+    assert analyze(ev).healthy is True
+    assert (len(ev.attempts), len(ev.crashes), list(ev.warnings)) == before

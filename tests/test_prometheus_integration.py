@@ -17,8 +17,9 @@ import requests
 from typer.testing import CliRunner
 
 from conftest import fast_stages
-from zephyr_debug.analyze.status import summarize
-from zephyr_debug.analyze.stragglers import analyze
+from zephyr_debug.analyze.analysis import analyze
+from zephyr_debug.analyze.liveness import listing
+from zephyr_debug.analyze.thresholds import Thresholds
 from zephyr_debug.cli import app
 from zephyr_debug.dashboards import alerts, grafana
 from zephyr_debug.dashboards.local import LocalPrometheus
@@ -122,17 +123,18 @@ def test_zdebug_reads_the_same_findings_from_prometheus_as_from_the_job_dir(obse
     for name, (job, result) in jobs.items():
         from_prom = load(prometheus.target(prom.url, job.execution_id))
         from_dir = load(str(result.job_dir))
-        a, b = summarize(from_prom, 4), summarize(from_dir, 4)
+        a, b = (analyze(ev, Thresholds(stall_s=4)).status_json(listing(ev)) for ev in (from_prom, from_dir))
         assert {k: a[k] for k in COMPARED} == {k: b[k] for k in COMPARED}, name
-        findings = [{(f["shard"], f["stage"], f["cause"]) for f in analyze(ev)["findings"]} for ev in (from_prom, from_dir)]
+        findings = [{(f.shard, f.stage, f.kind) for f in analyze(ev).problems if f.shard is not None}
+                    for ev in (from_prom, from_dir)]
         assert findings[0] == findings[1], name
         assert findings[0], name  # every scenario has a straggler to find
     # Without a run: the one that progressed last.
     last = max(jobs.values(), key=lambda jr: load(str(jr[1].job_dir)).progress_time)[0]
     assert load(prometheus.target(prom.url)).job == last.execution_id
     tail_job = jobs["tail"][0]
-    assert (5, "stage0-Map", "stuck") in {(f["shard"], f["stage"], f["cause"])
-                                         for f in analyze(load(prometheus.target(prom.url, tail_job.execution_id)))["findings"]}
+    assert (5, "stage0-Map", "stuck") in {(f.shard, f.stage, f.kind)
+                                         for f in analyze(load(prometheus.target(prom.url, tail_job.execution_id))).problems}
     # The CLI: `--prometheus URL --run ID` prints the same status JSON as the job dir, minus the source.
     out = []
     for args in (["--prometheus", prom.url, "--run", tail_job.execution_id], [str(jobs["tail"][1].job_dir)]):

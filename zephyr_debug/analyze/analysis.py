@@ -105,9 +105,14 @@ class Analysis:
                 **{k: p[k] for k in ("stage", "completed", "total", "in_flight", "queue_depth", "retries",
                                      "retries_total", "failures_absorbed", "done", "fatal_error", "progress_time",
                                      "since_progress_s", "ended_at", "tail")},
-                "alive": self.pool.alive, "dead": self.pool.dead, "registered": self.pool.registered,
-                "workers": workers, "stalled": any(f.kind == "stalled" for f in self.findings),
-                "headline": self.headline, "healthy": self.healthy,
+                "alive": self.pool.alive, "dead": self.pool.dead, "failed": self.pool.dead,
+                "registered": self.pool.registered, "workers": workers,
+                "stalled": any(f.kind == "stalled" for f in self.findings), "headline": self.headline,
+                "diagnosis": " ".join([self.headline, *(f"{f.title}." for f in self.problems[:3])]),
+                "healthy": self.healthy,
+                "stragglers": [{"shard": f.shard, "stage": f.stage, "worker": f.worker, "cause": f.kind,
+                                "elapsed_s": clean_number(f.elapsed_s), "next": list(f.next)}
+                               for f in self.problems if f.shard is not None],
                 "findings": [f.to_json() for f in self.findings], "next": list(self.next),
                 "warnings": list(self.warnings)}
 
@@ -125,7 +130,9 @@ def heartbeat_interval(ev: Evidence) -> float:
     return HEARTBEAT_INTERVAL_S
 
 
-def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = None) -> Analysis:
+def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = None, earlier=()) -> Analysis:
+    """The one analysis of `ev`; `target` is the evidence as the user named it (for next commands),
+    `earlier` the counter summaries of earlier runs to compare with (`sources.earlier.runs`)."""
     hb = heartbeat_interval(ev)
     steps = Steps(target or ev.job, is_live(ev))
     shards = shardtable.build(ev, hb, th)
@@ -148,11 +155,14 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     found += fail_findings
     frozen = progress.frozen_items_s(ev, prog)
     gone = pool.all_dead
-    for r in shards[shards["outlier"].fillna(False).astype(bool) & held_enough & judged].itertuples():
-        if (r.stage, int(r.shard)) in covered or (gone and r.running):
-            continue
-        st = stats.loc[r.stage]
-        view = causes.StageView(st["median_s"], st["p99_s"], st["cut_s"], int(st["peers"]),
+    stalled_now = shards["running"].to_numpy(dtype=bool) & shards["holder_alive"].to_numpy(dtype=bool) & (
+        shards["plateau_now_s"].to_numpy(dtype=float) >= th.stuck_heartbeats * hb)  # stuck needs no peers
+    for r in shards[(shards["outlier"].fillna(False).astype(bool) & held_enough & judged) | stalled_now].itertuples():
+        if (r.stage, int(r.shard)) in covered or (gone and r.running) or (r.running and r.holder_known
+                                                                             and not r.holder_alive):
+            continue  # explained by a failure, the dead pool, or its dead holder
+        st = stats.loc[r.stage] if r.stage in stats.index else pd.Series(np.nan, index=outliers.STAGE_STATS)
+        view = causes.StageView(st["median_s"], st["p99_s"], st["cut_s"], int(np.nan_to_num(st["peers"])),
                                 frozen if r.stage == prog.stage else 0.0, solo.get(r.stage))
         cost = Cost(held_s=float(r.held_s), idle_worker_hours=idle(r.stage, float(r.expected_end), float(r.end)))
         found.append(causes.straggler(r, view, hb, th, steps, cost))
@@ -170,7 +180,7 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     stall = progress.stalled(ev, th.stall_s)
     if stall is not None:
         found.append(stall)
-    found += counters.findings(ev, steps, found) + churn.findings(ev, steps, found)
+    found += counters.findings(ev, steps, found, earlier=list(earlier), shards=shards) + churn.findings(ev, steps, found)
     found = known.findings(ev, found, steps)
     found.sort(key=lambda f: (SEVERITIES.index(f.severity), -f.cost.worker_hours, -f.cost.held_s,
                               -(f.elapsed_s or 0.0)))
@@ -234,17 +244,19 @@ def _solo_tails(ev: Evidence, shards: pd.DataFrame, solo: dict, explained: set, 
 
 def _all_dead(ev: Evidence, pool: liveness.Pool, shards: pd.DataFrame, steps: Steps, idle,
               prog: progress.Progress) -> Finding:
-    waiting = shards[~shards["done"].to_numpy(dtype=bool) & (shards["stage"] == prog.stage)]
+    stage = prog.stage or failures.current_stage(ev, shards) or "?"
+    waiting = shards[~shards["done"].to_numpy(dtype=bool) & (shards["stage"] == stage)] if len(shards) else shards
     lines = list(pool.all_dead_evidence)
     if len(waiting):
         names = ", ".join(str(int(s)) for s in waiting["shard"].head(failures.MAX_LISTED))
-        lines.append(f"{len(waiting)} unfinished shard(s) of {prog.stage} with no worker to run them: {names}")
+        lines.append(f"{len(waiting)} unfinished shard(s) of {stage} with no worker to run them: {names}")
         dead = waiting[waiting["worker"].notna()]
         if len(dead):
             lines.append("their last holders: " + ", ".join(sorted({str(w) for w in dead["worker"]})[:5]))
     held = max(0.0, ev.now - (ev.progress_time or ev.now))
-    return Finding(kind="all-workers-dead", causes=("all-workers-dead",), severity=ERROR, stage=prog.stage,
-                   title=f"no worker is alive: {prog.stage} cannot finish ({prog.completed}/{prog.total} complete)",
+    counts = f" ({prog.completed}/{prog.total} complete)" if prog.total else ""
+    return Finding(kind="all-workers-dead", causes=("all-workers-dead",), severity=ERROR, stage=stage,
+                   title=f"no worker is alive: {stage} cannot finish{counts}",
                    evidence=tuple(lines), next=tuple(steps.for_workers("all-workers-dead")),
                    cost=Cost(held_s=held))
 

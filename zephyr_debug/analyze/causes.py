@@ -46,7 +46,9 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
     """The finding for one outlier row `r` of the shard table."""
     worker = r.worker if isinstance(r.worker, str) else None
     lines = [f"ran {r.own_s:.1f}s = {r.own_s / stage.median_s:.1f}x the median {stage.median_s:.1f}s of "
-             f"{stage.peers} finished peer(s), past the outlier cut {stage.cut_s:.1f}s (p99 {stage.p99_s:.1f}s)"]
+             f"{stage.peers} finished peer(s), past the outlier cut {stage.cut_s:.1f}s (p99 {stage.p99_s:.1f}s)"
+             if stage.peers and r.own_s > stage.cut_s else
+             f"ran {r.own_s:.1f}s so far" + ("" if stage.peers else " (no finished peer to compare with)")]
     causes: list[str] = []
     missing: list[str] = []
     stuck = _stuck(r, stage, hb, th, lines)
@@ -72,7 +74,7 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
         lines.append("cause undetermined: " + "; ".join(missing or ["the evidence cannot tell size, speed or a stall apart"]))
     kind = causes[0]
     nxt = steps.for_straggler(kind, worker, int(r.shard), live=bool(r.running))
-    ratio = r.own_s / stage.median_s if stage.median_s else None
+    ratio = r.own_s / stage.median_s if stage.median_s == stage.median_s and stage.median_s else None
     title = f"shard {int(r.shard)} of {r.stage}: {', '.join(causes)}"
     metrics = tuple((m, getattr(r, m, None)) for m in METRICS)
     return Finding(kind=kind, title=title, severity=WARNING, evidence=tuple(lines), next=tuple(nxt),

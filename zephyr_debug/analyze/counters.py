@@ -129,15 +129,16 @@ class Comparison:
 
 
 # -- summaries ---------------------------------------------------------------------------
-def summarize(ev: Evidence) -> Run:
+def summarize(ev: Evidence, shards: pd.DataFrame | None = None) -> Run:
     """Every stage's counters: from shard attempts (items, bytes, user counters per shard), else
     Zephyr's per-stage totals (finelog), else the stage's last status line (`items=`); counters
     known only for the whole job (`Final counters`, get_counters) go to a `(job)` row."""
     walls = stage_bounds(ev)["wall_s"].to_dict() if len(ev.status) or len(ev.attempts) or ev.stages else {}
-    done = _done_attempts(ev)
-    names = [s.name for s in ev.stages] + sorted(set(done["stage"]) - {s.name for s in ev.stages})
+    done = _done_attempts(ev) if shards is None else _done_shards(ev, shards)
+    names = [s.name for s in ev.stages] + sorted(set(done["stage"].unique()) - {s.name for s in ev.stages})
     totals = {s.name: s.totals for s in ev.stages}
-    stages = [_stage(name, _wall(walls.get(name)), done[done["stage"] == name], totals.get(name) or {},
+    by_stage = dict(tuple(done.groupby("stage", sort=False, observed=True))) if len(done) else {}
+    stages = [_stage(name, _wall(walls.get(name)), by_stage.get(name, done.iloc[:0]), totals.get(name) or {},
                      _last_status_items(ev, name)) for name in names]
     stages = [s for s in stages if s.counters]
     have = {c.name for s in stages for c in s.counters}
@@ -164,6 +165,23 @@ def _done_attempts(ev: Evidence) -> pd.DataFrame:
     return out.dropna(subset=["shard"])
 
 
+def _done_shards(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
+    """The same rows as `_done_attempts`, from the analysis' shard table (no second pass over the
+    attempts; only the attempts that carry user counters are read)."""
+    mine = shards[shards["done"].to_numpy(dtype=bool)]
+    out = pd.DataFrame({"stage": mine["stage"].to_numpy(), "shard": mine["shard"].to_numpy(dtype=float),
+                        "items": mine["items"].to_numpy(dtype=float), "bytes": mine["bytes"].to_numpy(dtype=float),
+                        "elapsed_s": mine["run_s"].to_numpy(dtype=float), "counters": None})
+    a = ev.attempts
+    if "counters" in a and len(a):
+        counted = a[a["counters"].notna() & (a["outcome"] == "done")]
+        if len(counted):
+            by_key = {(st, int(sh)): c for st, sh, c in zip(counted["stage"], counted["shard"], counted["counters"])}
+            out["counters"] = [by_key.get((st, int(sh))) for st, sh in zip(out["stage"], out["shard"])] \
+                if len(by_key) else None
+    return out
+
+
 def _stage(name: str, wall: float | None, done: pd.DataFrame, totals: dict, status_items: float | None) -> Stage:
     per_shard: dict[str, pd.Series] = {}
     for col, counter in (("items", ITEMS), ("bytes", BYTES)):
@@ -171,7 +189,8 @@ def _stage(name: str, wall: float | None, done: pd.DataFrame, totals: dict, stat
         if len(values) and values.sum() > 0:
             per_shard[counter] = pd.Series(values.to_numpy(float), index=done.loc[values.index, "shard"].astype(int))
     user: dict[str, dict[int, float]] = {}
-    for shard, counts in zip(done["shard"].astype(int), done["counters"]):
+    counted = done[done["counters"].notna()] if "counters" in done else done.iloc[:0]
+    for shard, counts in zip(counted["shard"].astype(int), counted["counters"]):
         if isinstance(counts, dict):
             for k, v in counts.items():
                 if _number(v) is not None:
@@ -218,15 +237,13 @@ def _last_status_items(ev: Evidence, stage: str) -> float | None:
 
 # -- rules -------------------------------------------------------------------------------
 def findings(ev: Evidence, steps: Steps, found: list[Finding] = (), earlier: list[Run] | None = None,
-             rules: Rules = Rules(), run: Run | None = None) -> list[Finding]:
-    """Counter and throughput findings of one job; `earlier`: runs to compare with (default:
-    the earlier runs of the same pipeline in the job store). Stages that another finding
-    already explains (a straggler, a crash loop) get no throughput finding."""
-    if earlier is None:
-        from zephyr_debug.sources import earlier as history
-
-        earlier = history.runs(ev)
-    run = run or summarize(ev)
+             rules: Rules = Rules(), run: Run | None = None, shards: pd.DataFrame | None = None) -> list[Finding]:
+    """Counter and throughput findings of one job; `earlier`: runs to compare with (the command
+    loads them: `sources.earlier.runs`, the earlier runs of the same pipeline in the job store;
+    an analyzer reads no files). Stages that another finding already explains (a straggler, a
+    crash loop) get no throughput finding."""
+    earlier = earlier or []
+    run = run or summarize(ev, shards)
     explained = {f.stage for f in found if f.stage}
     out = [f for f in cliffs(ev, steps, rules) if f.stage not in explained]
     for c in compare(run, earlier, rules):

@@ -62,7 +62,7 @@ def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thres
         return [], set()
     prints = fingerprints(groups)
     abort = aborting_shard(ev) if ev.state == "failed" else None
-    abort_stage = _current_stage(ev, shards)
+    abort_stage = current_stage(ev, shards)
     task_max = int(ev.config.get("max_task_failures") or MAX_SHARD_FAILURES)
     infra_max = int(ev.config.get("max_infra_failures") or MAX_SHARD_INFRA_FAILURES)
     bugs: dict[str, _Bug] = {}
@@ -190,7 +190,8 @@ def _worker(r) -> str | None:
     return worker if isinstance(worker, str) else None
 
 
-def _current_stage(ev: Evidence, shards: pd.DataFrame) -> str | None:
+def current_stage(ev: Evidence, shards: pd.DataFrame) -> str | None:
+    """The stage running last: the newest StageInfo, else the stage of the newest attempt."""
     if ev.stages:
         return ev.stages[-1].name
     if not len(shards):

@@ -30,6 +30,7 @@ SHARD_COLUMNS = {
     "failed_workers": "distinct workers its failed attempts ran on",
     "secs": "seconds of the newest attempt (so far, when running)",
     "items": "items of the newest attempt (so far, when running)",
+    "bytes": "bytes of the newest attempt",
     "size": "input size evidence: ScatterReader chunks x max chunk rows (a reduce stage's items count outputs), "
             "else items",
     "size_is_rows": "size counts input rows (a reduce shard's ScatterReader line): its items and rate count outputs",
@@ -178,7 +179,7 @@ def build(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
         "oom_attempts": total(oom).astype(int), "burned_s": total(np.where(failed, np.nan_to_num(secs), 0.0)),
         "secs_total": total(np.nan_to_num(secs)), "rss_max": np.fmax.reduceat(rss[order], first),
         "failed_workers": np.bincount(lost // (len(worker_names) + 1), minlength=len(first)),
-        "start": start[last], "secs": secs[last], "items": items[last],
+        "start": start[last], "secs": secs[last], "items": items[last], "bytes": _num(a, "bytes").to_numpy()[last],
         # how long the finished attempt ran (its peers' yardstick), and the newest failed attempt
         "run_s": np.where(is_done[last], secs[last], np.nan),  # `done in X s` when logged: prefix times are 1 s
         "failed_row": np.where(failed_at >= 0, rows[order[np.maximum(failed_at, 0)]], -1)}, copy=False)
