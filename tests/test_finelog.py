@@ -367,7 +367,6 @@ def test_reference_job_writes_zephyr_telemetry(server, jobs_root):
     # `zdebug watch` on the telemetry, and on the job dir with --finelog merged in.
     frame = json.loads(zdebug("watch", target, "--json").stdout)
     assert {f["shard"]: f["cause"] for f in frame["stragglers"]["findings"]}[REF_SKEW] == "data-skew"
-    assert result.execution_id in zdebug("watch", target, "--once").stdout
     merged = json.loads(zdebug("watch", str(result.job_dir), "--finelog", server.address, "--json").stdout)
     assert REF_SKEW in {f["shard"] for f in merged["stragglers"]["findings"]}
     down = zdebug("watch", str(result.job_dir), "--finelog", "127.0.0.1:9", "--once")

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
                                  "zdebug demo --no-faults --no-show",
                                  "zdebug demo -f skew-shard:42:x30 -f oom:5:always --shards 64",
                                  "zdebug demo --json",
-                                 "zdebug demo -f skew-shard:3:x8 --finelog 127.0.0.1:10001"))
+                                 "zdebug demo -f skew-shard:3:x30 --finelog 127.0.0.1:10001"))
     def demo(
         fault: list[str] = typer.Option(None, "--fault", "-f", metavar="KIND:TARGET[:OPTS]", help="A fault, "
                                         "repeatable (e.g. skew-shard:42:x30, oom:5:always). Default: a mixed set."),

@@ -73,11 +73,14 @@ def _utcnow() -> datetime:
 
 
 def connect(url: str):
-    """A finelog LogClient for `url` (HOST:PORT or http://HOST:PORT)."""
+    """A finelog LogClient for `url` (HOST:PORT or http://HOST:PORT), its INFO lines kept off stderr."""
+    import logging
+
     try:
         from finelog.client import LogClient
     except ImportError:
         raise ZdebugError("--finelog needs the finelog client: pip install 'zephyr-debug[iris]'") from None
+    logging.getLogger("finelog.client.log_client").setLevel(logging.WARNING)
     return LogClient.connect(url if "://" in url else f"http://{url}")
 
 

@@ -419,16 +419,23 @@ def attach(ev: Evidence, tel: Evidence) -> Evidence:
         a = ev.attempts.reset_index(drop=True)
         t = tel.attempts.reset_index(drop=True)
         left = pd.DataFrame({"stage": t["stage"].astype(object), "shard": t["shard"].astype(float),
-                             "ts": t["start_ts"].astype(float), "t": np.arange(len(t))})
+                             "ts": t["start_ts"].astype(float), "t": np.arange(len(t)),
+                             "attempt": t["attempt"].astype(float)})
         right = pd.DataFrame({"stage": a["stage"].astype(object),
                               "shard": pd.to_numeric(a["shard"], errors="coerce").astype(float),
                               "ts": pd.to_numeric(a["start_ts"], errors="coerce") - MATCH_SLACK_S,
                               "end": pd.to_numeric(a["end_ts"], errors="coerce") + MATCH_SLACK_S,
-                              "a": np.arange(len(a))}).dropna(subset=["shard", "ts"])
-        pairs = pd.merge_asof(left.sort_values("ts"), right.sort_values("ts"), on="ts", by=["stage", "shard"],
-                              direction="backward")
-        ok = pairs["a"].notna() & ~(pairs["ts"] > pairs["end"])
-        pairs = pairs[ok].drop_duplicates("a")  # one telemetry attempt per log attempt
+                              "a": np.arange(len(a)), "attempt": pd.to_numeric(a["attempt"], errors="coerce")
+                              }).dropna(subset=["shard", "ts"])
+        # The same attempt number first: a fast-failing attempt's START row comes seconds after the
+        # log's `Executing` line, inside the next attempt's span. Then time alone, for the rest.
+        same = left.merge(right, on=["stage", "shard", "attempt"], suffixes=("", "_a"))
+        same = same[(same["ts"] >= same["ts_a"]) & ~(same["ts"] > same["end"])].drop_duplicates("a")
+        rest = pd.merge_asof(left[~left["t"].isin(same["t"])].drop(columns="attempt").sort_values("ts"),
+                             right[~right["a"].isin(same["a"])].drop(columns="attempt").sort_values("ts"),
+                             on="ts", by=["stage", "shard"], direction="backward")
+        rest = rest[rest["a"].notna() & ~(rest["ts"] > rest["end"])]
+        pairs = pd.concat([same[["t", "a"]], rest[["t", "a"]]]).drop_duplicates("a")  # one per log attempt
         ai, ti = pairs["a"].to_numpy(dtype=int), pairs["t"].to_numpy(dtype=int)
         for col in ("items", "bytes", "peak_rss_bytes", "cpu_time_s"):
             if col not in a:
