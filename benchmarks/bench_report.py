@@ -10,7 +10,7 @@ from pathlib import Path
 from plotly.offline import get_plotlyjs
 
 from benchmarks.report_data import big_evidence, chromium, draw_ms
-from zephyr_debug.commands.report import analyses
+from zephyr_debug.analyze.analysis import analyze
 from zephyr_debug.render.report import Limits, render
 
 UNBINNED = Limits(series_points=10**9, sample_points=10**9, top_workers=10**9)
@@ -24,10 +24,10 @@ def _result(value: float, unit: str, baseline: str, baseline_value: float, targe
 
 def run(quick: bool = False) -> dict:
     ev = big_evidence(shards=1_000, workers=40) if quick else big_evidence()
-    found = analyses(ev)
+    found = analyze(ev)
     small = big_evidence(shards=50, workers=4, straggler=7)
-    pages = {"big": render(ev, **found), "unbinned": render(ev, **found, limits=UNBINNED),
-             "small": render(small, **analyses(small))}
+    pages = {"big": render(ev, found), "unbinned": render(ev, found, limits=UNBINNED),
+             "small": render(small, analyze(small))}
     js = len(get_plotlyjs().encode())
     size = {k: len(v.encode()) - js for k, v in pages.items()}
     out = {"report_data_bytes": _result(size["big"], "bytes", "unbinned page", size["unbinned"], 0.5)}

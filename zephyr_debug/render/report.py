@@ -1,16 +1,17 @@
 """`zdebug report`: one self-contained HTML file (plotly.js inlined once, no network needed).
 
-Charts: a shard Gantt per stage (workers x time, one bar trace per attempt outcome plus one
-for the shards the stragglers analyzer flagged), the status series with tail episodes shaded,
-and memory/disk of the top-k workers. Tables: findings with their next command, tail
-episodes, crash groups with an example each. Nothing here analyses: the findings, episodes
-and crash groups come in ready-made. Large jobs stay light (LIMITS, explained in the footer):
-traces per outcome, not per shard; time series binned (max per bin); top-k workers only.
+Charts: a shard Gantt per stage (workers x time, one bar trace per attempt outcome, each in
+its own colour, plus an outline over the shards the analysis flagged, labelled without
+overlaps), the status series with tail episodes shaded, and memory/disk of the top-k workers.
+Tables: the findings (each links to its bar), Spark-like summary metrics per stage, per-worker
+totals, every attempt (sortable, capped), tail episodes, crash groups. Nothing here analyses:
+the findings, episodes and crash groups come from the one analysis. Large jobs stay light
+(LIMITS, explained in the footer): traces per outcome, not per shard; time series binned (max
+per bin); top-k workers only.
 """
 
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -23,37 +24,19 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from zephyr_debug.analyze.analysis import Analysis
+from zephyr_debug.findings import Finding
 from zephyr_debug.model import Evidence
 from zephyr_debug.render.output import duration
+from zephyr_debug.render.report_script import CSS, SCRIPT
+from zephyr_debug.render.report_tables import (OUTCOMES, attempt_frame, attempt_table, e, num, size,
+                                               summary_metrics, table, worker_totals)
 
-OUTCOME_COLORS = {"done": "#4c78a8", "requeued": "#b279a2", "running": "#72b7b2", "stale": "#bab0ac",
-                  "failed": "#e45756"}
-FLAGGED = "#f58518"
+FLAGGED = "#f58518"  # outline of the bars of flagged shards (no outcome uses it)
 SERIES = {"in_flight": "#4c78a8", "queue_depth": "#b279a2", "completed": "#54a24b"}
 TEMPLATE = "plotly_white"
 FINDINGS_SHOWN = 15  # the rest sit in a collapsed <details>
-CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;padding:0 16px;color:#222}
-h1{font-size:22px} h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:8px 0} td,th{padding:3px 10px;border-bottom:1px solid #eee;
-text-align:left;vertical-align:top} th{background:#f6f6f6} code,pre{font:12px ui-monospace,monospace}
-pre{background:#f6f6f6;padding:8px;overflow-x:auto} .muted{color:#777} .cause{font-weight:600;color:#c0392b}
-footer{margin-top:40px;font-size:12px;color:#666;border-top:1px solid #ddd;padding-top:8px}
-"""
-# Draws every figure, then reports how long that took (footer) and sets body[data-rendered].
-DRAW = """
-(function () {
-  const t0 = performance.now();
-  const drawn = Array.from(document.querySelectorAll("div.plot")).map(function (div) {
-    const spec = JSON.parse(document.getElementById(div.id + "-spec").textContent);
-    return Plotly.newPlot(div, spec.data, spec.layout, {displaylogo: false, responsive: true});
-  });
-  Promise.all(drawn).then(function () {
-    document.getElementById("render-ms").textContent = Math.round(performance.now() - t0) + " ms";
-    document.body.dataset.rendered = String(drawn.length);
-  });
-})();
-"""
+LABEL_LANES = (-22, 22, -40, 40, -58, 58)  # label offsets (px) that stagger labels close to each other
+ERROR_CHARS = 300  # failure text in a hover
 
 
 @dataclass(frozen=True)
@@ -64,44 +47,70 @@ class Limits:
     series_points: int = 1_500  # status series: time bins (max per bin)
     sample_points: int = 400  # memory/disk per worker: time bins (max per bin)
     top_workers: int = 10  # memory/disk charts: workers with the highest peak RSS
-    labels_per_stage: int = 20  # flagged shards annotated with their id
+    labels_per_stage: int = 20  # flagged shards annotated with their id (overlapping ones dropped)
     bar_texts: int = 300  # stages with at most this many attempts write the shard id in each bar
     tail_shades: int = 200  # tail episodes shaded
+
+
+@dataclass(frozen=True)
+class Bar:
+    """Where a flagged shard's newest attempt is drawn: figure, x span, worker row index."""
+
+    fig: str
+    x0: float
+    x1: float
+    y: int
 
 
 def render(ev: Evidence, analysis: Analysis, limits: Limits = Limits()) -> str:
     """The HTML page of a job's evidence and its one analysis (findings, tail episodes, crash groups)."""
     t0 = _origin(ev)
     notes: list[str] = []
-    findings, groups = analysis.stragglers_json(), list(analysis.crash_groups)
-    flagged, episodes = [f for f in findings["findings"] if f["shard"] is not None], findings["tail"]
-    sections = [(f"Shard timeline: {s}", _gantt(ev, s, t0, flagged, limits, notes), "") for s in _stage_names(ev)]
-    sections.append(("Progress over time", _progress(ev, t0, episodes, limits, notes), _episodes(episodes, t0)))
-    sections.append(("Worker memory and disk", _resources(ev, t0, limits, notes), ""))
-    body = [_header(ev, t0), _findings(findings)]
-    for i, (title, fig, after) in enumerate(sections):
-        chart = _plot(f"fig-{i}", fig) if fig else '<p class="muted">no data</p>'
-        body.append(f"<h2>{_e(title)}</h2>{chart}{after}")
-    body.append(_crashes(groups))
-    body.append(_footer(notes))
+    attempts = attempt_frame(ev, t0)
+    marks = _marks(analysis.problems)  # outlined and labelled; info findings only link to their bars
+    wanted = set(_marks(analysis.findings))
+    bars: dict[tuple[str, int], Bar] = {}
+    timelines = []
+    for i, stage in enumerate(_stage_names(ev)):
+        fig_id = f"fig-{i}"
+        fig = _gantt(attempts, stage, t0, marks, limits, notes, fig_id, bars, wanted)
+        chart = (_plot(fig_id, fig, labels=True) + f'<p class="muted" id="{fig_id}-labels"></p>' if fig
+                 else '<p class="muted">no attempts</p>')
+        timelines.append(f"<h2>Shard timeline: {e(stage)}</h2>{chart}{summary_metrics(attempts, stage)}")
+    n = len(timelines)
+    progress = _progress(ev, t0, analysis.tail, limits, notes)
+    resources = _resources(ev, t0, limits, notes)
+    body = [_header(ev, analysis, t0), _findings(analysis.findings, bars), _legend(), *timelines,
+            "<h2>Progress over time</h2>" + (_plot(f"fig-{n}", progress) if progress else _no_data())
+            + _episodes(analysis.tail, t0),
+            "<h2>Worker memory and disk</h2>" + (_plot(f"fig-{n + 1}", resources) if resources else _no_data()),
+            "<h2>Workers</h2>" + worker_totals(ev, attempts),
+            "<h2>Attempts</h2>" + attempt_table(attempts, set(marks)),
+            _crashes(analysis.crash_groups), _footer(notes)]
     script = get_plotlyjs().replace("</script", "<\\/script")
-    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>zdebug report · {_e(ev.job)}'
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>zdebug report · {e(ev.job)}'
             f"</title><style>{CSS}</style><script>{script}</script></head>\n<body>\n" + "\n".join(body)
-            + f"\n<script>{DRAW}</script>\n</body></html>\n")
+            + f"\n<script>{SCRIPT}</script>\n</body></html>\n")
 
 
-def _e(text) -> str:
-    return html.escape("" if text is None else str(text))
+def _no_data() -> str:
+    return '<p class="muted">no data</p>'
 
 
-def _num(frame: pd.DataFrame, col: str) -> pd.Series:
-    return pd.to_numeric(frame[col], errors="coerce") if col in frame else pd.Series(np.nan, index=frame.index)
+def _marks(findings: tuple[Finding, ...]) -> dict[tuple[str, int], Finding]:
+    """(stage, shard) -> the highest-ranked finding about it (findings come ranked)."""
+    marks: dict[tuple[str, int], Finding] = {}
+    for f in findings:
+        if f.stage is not None:
+            for shard in f.all_shards:
+                marks.setdefault((f.stage, int(shard)), f)
+    return marks
 
 
 def _origin(ev: Evidence) -> float:
     """The job's first timestamp: the charts' x axis is seconds since then."""
     starts = [s.start_ts for s in ev.stages if s.start_ts] + [
-        _num(ev.attempts, "start_ts").min(), _num(ev.status, "ts").min(), _num(ev.samples, "ts").min()]
+        num(ev.attempts, "start_ts").min(), num(ev.status, "ts").min(), num(ev.samples, "ts").min()]
     starts = [t for t in starts if t == t and t is not None]
     return float(min(starts)) if starts else float(ev.now)
 
@@ -125,19 +134,16 @@ def _short_names(workers) -> tuple[dict[str, str], str]:
     return {w: w[cut:] for w in workers}, prefix[:cut]
 
 
-def _gantt(ev: Evidence, stage: str, t0: float, flagged: list[dict], limits: Limits, notes: list[str]):
-    a = ev.attempts[ev.attempts["stage"] == stage]
-    secs = _num(a, "elapsed_s")
-    start = _num(a, "start_ts").fillna(_num(a, "end_ts") - secs)
-    end = _num(a, "end_ts").fillna(start + secs).fillna(ev.now)
-    a = pd.DataFrame({"shard": _num(a, "shard"), "attempt": _num(a, "attempt").fillna(0),
-                      "worker": a["worker"].fillna("?").astype(str), "outcome": a["outcome"].fillna("?"),
-                      "start": start - t0, "secs": (end - start).clip(lower=0)}).dropna(subset=["start"])
+def _gantt(attempts: pd.DataFrame, stage: str, t0: float, marks: dict[tuple[str, int], Finding], limits: Limits,
+           notes: list[str], fig_id: str, bars: dict[tuple[str, int], Bar], wanted: set[tuple[str, int]]):
+    """The stage's attempts as bars on worker rows, the `marks` outlined and labelled; fills `bars`
+    with where the newest attempt of each `wanted` shard is drawn."""
+    a = attempts[attempts["stage"] == stage]
     if not len(a):
         return None
-    mine = [f for f in flagged if f["stage"] == stage]
-    is_hot = a["shard"].isin([f["shard"] for f in mine])
-    done = (a["outcome"] == "done") & ~is_hot
+    mine = {shard: f for (s, shard), f in marks.items() if s == stage}
+    is_hot = a["shard"].isin(list(mine))
+    done = (a["outcome"] == "done") & ~a["shard"].isin([n for s, n in wanted if s == stage])
     if done.sum() > limits.bars_per_stage:
         keep = a[done].nlargest(limits.bars_per_stage, "secs").index
         notes.append(f"{stage}: {int(done.sum()) - len(keep):,} shortest finished attempts not drawn "
@@ -146,42 +152,56 @@ def _gantt(ev: Evidence, stage: str, t0: float, flagged: list[dict], limits: Lim
         is_hot = is_hot[a.index]
     labels, prefix = _short_names(a["worker"].unique())
     order = sorted(labels.values(), key=lambda s: (len(s), s))
-    a["y"] = a["worker"].map(labels)
+    a = a.assign(y=a["worker"].map(labels))
     fig = go.Figure()
     texts = len(a) <= limits.bar_texts
-    for outcome, rows in a.groupby("outcome", sort=False):
-        fig.add_trace(_bars(rows, str(outcome), OUTCOME_COLORS.get(outcome, "#999"), 0.7, texts=texts))
+    for key, (name, color) in OUTCOMES.items():
+        rows = a[a["outcome"] == key]
+        if len(rows):
+            fig.add_trace(_bars(rows, name, {"color": color}, 0.7, texts=texts))
     hot = a[is_hot]
     if len(hot):
-        fig.add_trace(_bars(hot, "flagged by stragglers", FLAGGED, 0.9, outline=True))
-    for f in sorted(mine, key=lambda f: -(f.get("elapsed_s") or 0))[:limits.labels_per_stage]:
-        last = hot[hot["shard"] == f["shard"]].sort_values("attempt").tail(1)
-        if len(last):
-            r = last.iloc[0]
-            fig.add_annotation(x=r["start"] + r["secs"], y=r["y"], text=_e(f"shard {f['shard']} · {f['cause']}"),
-                               showarrow=True, arrowhead=2, ax=40, ay=-18, font={"color": "#a04000"},
-                               bgcolor="rgba(255,255,255,0.8)")
-    fig.update_layout(template=TEMPLATE, barmode="overlay", height=int(np.clip(120 + 14 * len(order), 260, 2200)),
+        # An outline over the flagged shards' attempts, so the outcome's colour still shows.
+        fig.add_trace(_bars(hot, "flagged by the analysis", {"color": "rgba(0,0,0,0)",
+                                                             "line": {"color": FLAGGED, "width": 3}}, 0.9))
+    row_of = {label: i for i, label in enumerate(order)}
+    linked = a[a["shard"].isin([n for s, n in wanted if s == stage])]
+    newest = linked.sort_values("attempt").groupby("shard").tail(1).set_index("shard")
+    for shard, r in newest.iterrows():
+        bars[(stage, int(shard))] = Bar(fig_id, float(r["start"]), float(r["start"] + r["secs"]), row_of[r["y"]])
+    placed: list[tuple[float, int]] = []
+    span = max(float((a["start"] + a["secs"]).max()), 1.0)
+    # `mine` keeps the analysis's ranking: labels of higher-ranked findings are kept first.
+    for shard, f in [kv for kv in mine.items() if (stage, kv[0]) in bars][:limits.labels_per_stage]:
+        x1, y = bars[(stage, shard)].x1, bars[(stage, shard)].y
+        lane = sum(abs(y - py) <= 2 and abs(x1 - px) <= 0.25 * span for px, py in placed)
+        placed.append((x1, y))
+        fig.add_annotation(x=x1, y=order[y], text=e(f"shard {shard} · {f.kind}"), showarrow=True, arrowhead=2,
+                           ax=30, ay=LABEL_LANES[lane % len(LABEL_LANES)], font={"color": "#a04000"},
+                           bgcolor="rgba(255,255,255,0.85)")
+    fig.update_layout(template=TEMPLATE, barmode="overlay", height=int(np.clip(140 + 16 * len(order), 280, 2200)),
                       margin={"l": 10, "r": 10, "t": 30, "b": 40}, legend={"orientation": "h", "y": 1.02,
                                                                             "yanchor": "bottom"},
                       xaxis={"title": _x_title(t0)},
-                      yaxis={"title": _e(f"worker {prefix}…" if prefix else "worker"), "type": "category",
+                      yaxis={"title": e(f"worker {prefix}…" if prefix else "worker"), "type": "category",
                              "categoryorder": "array", "categoryarray": order, "autorange": "reversed"})
     return fig
 
 
-def _bars(rows: pd.DataFrame, name: str, color: str, width: float, outline: bool = False,
-          texts: bool = False) -> go.Bar:
-    data = np.column_stack([rows["shard"].to_numpy(float), rows["attempt"].to_numpy(float),
-                            rows["secs"].round(2).to_numpy(float)])
-    # Flagged shards: an outline over their attempts, so the outcome's colour still shows.
-    marker = {"color": "rgba(0,0,0,0)", "line": {"color": color, "width": 3}} if outline else {"color": color}
-    return go.Bar(orientation="h", name=_e(name), y=rows["y"].tolist(), base=rows["start"].round(3).to_numpy(),
+def _bars(rows: pd.DataFrame, name: str, marker: dict, width: float, texts: bool = False) -> go.Bar:
+    detail = [" · ".join(part for part in (
+        f"{items:,.0f} items" if items == items else "", size(nbytes) if nbytes == nbytes else "",
+        f"peak RSS {size(peak)}" if peak == peak else "") if part)
+        for items, nbytes, peak in zip(rows["items"], rows["bytes"], rows["peak"])]
+    error = [e(str(x)[:ERROR_CHARS]) if isinstance(x, str) and x else "" for x in rows["error"]]
+    data = list(zip(rows["shard"].astype(int).tolist(), (rows["attempt"] + 1).astype(int).tolist(),
+                    rows["secs"].round(2).tolist(), detail, error))
+    return go.Bar(orientation="h", name=e(name), y=rows["y"].tolist(), base=rows["start"].round(3).to_numpy(),
                   x=rows["secs"].round(3).to_numpy(), width=width, marker=marker, customdata=data,
                   text=rows["shard"].astype(int).astype(str).tolist() if texts else None, textposition="inside",
                   insidetextanchor="middle", textfont={"size": 10},
-                  hovertemplate="shard %{customdata[0]} attempt %{customdata[1]}<br>worker %{y}<br>"
-                                "%{customdata[2]} s<extra>" + _e(name) + "</extra>")
+                  hovertemplate="shard %{customdata[0]} · attempt %{customdata[1]} · %{customdata[2]} s<br>"
+                                "worker %{y}<br>%{customdata[3]}<br>%{customdata[4]}<extra>" + e(name) + "</extra>")
 
 
 def _binned(frame: pd.DataFrame, cols: list[str], points: int) -> pd.DataFrame:
@@ -196,12 +216,12 @@ def _binned(frame: pd.DataFrame, cols: list[str], points: int) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def _progress(ev: Evidence, t0: float, episodes: list[dict], limits: Limits, notes: list[str]):
+def _progress(ev: Evidence, t0: float, episodes, limits: Limits, notes: list[str]):
     st = ev.status
     if not len(st):
         return None
     cols = list(SERIES)
-    frame = pd.DataFrame({c: _num(st, c) for c in ["ts", *cols]}).dropna(subset=["ts"]).sort_values("ts")
+    frame = pd.DataFrame({c: num(st, c) for c in ["ts", *cols]}).dropna(subset=["ts"]).sort_values("ts")
     binned = _binned(frame, cols, limits.series_points)
     if len(binned) < len(frame):
         notes.append(f"status: {len(frame):,} snapshots binned to {len(binned):,} points (max per bin)")
@@ -210,13 +230,13 @@ def _progress(ev: Evidence, t0: float, episodes: list[dict], limits: Limits, not
         fig.add_trace(go.Scatter(x=(binned["ts"] - t0).round(3).to_numpy(), y=binned[col].to_numpy(), name=col,
                                  mode="lines", line={"color": color, "shape": "hv"}))
     for ep in episodes[:limits.tail_shades]:
-        fig.add_vrect(x0=ep["start"] - t0, x1=ep["end"] - t0, fillcolor=FLAGGED, opacity=0.18, line_width=0)
+        fig.add_vrect(x0=ep.start - t0, x1=ep.end - t0, fillcolor=FLAGGED, opacity=0.18, line_width=0)
     if len(episodes) > limits.tail_shades:
         notes.append(f"tail: first {limits.tail_shades} of {len(episodes)} episodes shaded")
     for s in ev.stages[1:]:
         if s.start_ts:
             fig.add_vline(x=s.start_ts - t0, line={"color": "#999", "dash": "dot"})
-            fig.add_annotation(x=s.start_ts - t0, y=1, yref="paper", text=_e(s.name), showarrow=False,
+            fig.add_annotation(x=s.start_ts - t0, y=1, yref="paper", text=e(s.name), showarrow=False,
                                xanchor="left", yanchor="bottom", font={"size": 10, "color": "#666"})
     fig.update_layout(template=TEMPLATE, height=360, margin={"l": 10, "r": 10, "t": 30, "b": 40},
                       xaxis={"title": _x_title(t0)}, yaxis={"title": "shards"}, hovermode="x unified",
@@ -228,8 +248,8 @@ def _resources(ev: Evidence, t0: float, limits: Limits, notes: list[str]):
     s = ev.samples
     if not len(s):
         return None
-    s = pd.DataFrame({"ts": _num(s, "ts"), "worker": s["worker"].astype(str),
-                      "rss": _num(s, "rss_bytes") / 2**20, "disk": _num(s, "disk_bytes") / 2**20}).dropna(subset=["ts"])
+    s = pd.DataFrame({"ts": num(s, "ts"), "worker": s["worker"].astype(str),
+                      "rss": num(s, "rss_bytes") / 2**20, "disk": num(s, "disk_bytes") / 2**20}).dropna(subset=["ts"])
     peak = s.groupby("worker")["rss"].max().sort_values(ascending=False, kind="stable")
     top = list(peak.index[:limits.top_workers])
     notes.append(f"memory/disk: top {len(top)} of {len(peak)} workers by peak RSS, each binned to at most "
@@ -242,7 +262,7 @@ def _resources(ev: Evidence, t0: float, limits: Limits, notes: list[str]):
         x = (w["ts"] - t0).round(3).to_numpy()
         color = palette[i % len(palette)]
         for row, col in ((1, "rss"), (2, "disk")):
-            fig.add_trace(go.Scatter(x=x, y=w[col].round(2).to_numpy(), name=_e(worker), legendgroup=_e(worker),
+            fig.add_trace(go.Scatter(x=x, y=w[col].round(2).to_numpy(), name=e(worker), legendgroup=e(worker),
                                      showlegend=row == 1, mode="lines", line={"color": color, "width": 1.5}),
                           row=row, col=1)
     limit = ev.config.get("memory_limit_mb")
@@ -255,66 +275,83 @@ def _resources(ev: Evidence, t0: float, limits: Limits, notes: list[str]):
     return fig
 
 
-def _plot(div_id: str, fig: go.Figure) -> str:
+def _plot(div_id: str, fig: go.Figure, labels: bool = False) -> str:
+    """A figure's div and JSON spec (drawn by SCRIPT; `labels`: uncluttered after drawing)."""
     spec = pio.to_json(fig, validate=False).replace("<", "\\u003c")
-    return f'<div class="plot" id="{div_id}"></div><script type="application/json" id="{div_id}-spec">{spec}</script>'
+    mark = ' data-labels="1"' if labels else ""
+    return f'<div class="plot" id="{div_id}"{mark}></div><script type="application/json" id="{div_id}-spec">{spec}</script>'
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    """`rows` hold HTML already escaped."""
-    th = "".join(f"<th>{_e(h)}</th>" for h in head)
-    return f"<table><tr>{th}</tr>" + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>"
-                                              for r in rows) + "</table>"
-
-
-def _header(ev: Evidence, t0: float) -> str:
-    rows = [[_e(s.name), str(s.total), f"{(s.start_ts or t0) - t0:.1f}s" if s.start_ts else "-",
+def _header(ev: Evidence, analysis: Analysis, t0: float) -> str:
+    rows = [[e(s.name), str(s.total), f"{(s.start_ts or t0) - t0:.1f}s" if s.start_ts else "-",
              duration(s.end_ts - s.start_ts) if s.start_ts and s.end_ts else "-"] for s in ev.stages]
-    fatal = f'<p class="cause">fatal error: {_e(ev.fatal_error)}</p>' if ev.fatal_error else ""
-    warn = "".join(f'<p class="muted">warning: {_e(w)}</p>' for w in ev.warnings)
-    return (f"<h1>zdebug report · {_e(ev.job)}</h1><p>state <b>{_e(ev.state)}</b> · source <code>{_e(ev.source)}"
-            f"</code> · {len(ev.attempts):,} attempts · {ev.attempts['worker'].nunique():,} workers</p>{fatal}{warn}"
-            + (_table(["stage", "shards", "starts at", "wall"], rows) if rows else ""))
+    fatal = f'<p class="cause">fatal error: {e(ev.fatal_error)}</p>' if ev.fatal_error else ""
+    warn = "".join(f'<p class="muted">warning: {e(w)}</p>' for w in (*ev.warnings, *analysis.warnings))
+    return (f"<h1>zdebug report · {e(ev.job)}</h1><p class=\"headline\">{e(analysis.headline)}</p>"
+            f"<p>state <b>{e(ev.state)}</b> · source <code>{e(ev.source)}</code> · {len(ev.attempts):,} attempts · "
+            f"{ev.attempts['worker'].nunique():,} workers</p>{fatal}{warn}"
+            + (table(["stage", "shards", "starts at", "wall"], rows) if rows else ""))
 
 
-def _findings(findings: dict) -> str:
-    items = findings["findings"]
-    if not items:
-        return ("<h2>Findings</h2><p>No stragglers: no shard held its stage up, is stuck, crash-looping or held "
-                "by a dead worker.</p>")
-    rows = [[_e(f["stage"]), _e("-" if f["shard"] is None else f["shard"]), _e(f["worker"] or "?"),
-             f'<span class="cause">{_e(f["cause"])}</span>'
-             + "".join(f"<br>+{_e(c)}" for c in f["causes"] if c != f["cause"]),
-             _e(duration(f["elapsed_s"])), _e(f"{f['ratio_to_median']:.1f}x" if f["ratio_to_median"] else "-"),
-             "<br>".join(_e(line) for line in f["evidence"]),
-             "<br>".join(f"<code>{_e(step)}</code>" for step in f["next"])] for f in items]
-    head = ["stage", "shard", "worker", "cause", "elapsed", "vs median", "evidence", "next"]
+def _legend() -> str:
+    keys = "".join(f'<span class="swatch" style="background:{color}"></span>{e(name)}'
+                   for name, color in OUTCOMES.values())
+    flagged = f'<span class="swatch" style="border:3px solid {FLAGGED};box-sizing:border-box"></span>flagged'
+    return f'<p class="muted">Bar colours: {keys}{flagged} (outline over the shards a finding names)</p>'
+
+
+def _findings(findings: tuple[Finding, ...], bars: dict[tuple[str, int], Bar]) -> str:
+    if not findings:
+        return "<h2>Findings</h2><p>None: no shard held its stage up, failed, or ran on a dead worker.</p>"
+    rows = [_finding_row(i, f, bars) for i, f in enumerate(findings, 1)]
+    head = ["#", "severity", "finding", "where", "cost", "evidence", "next"]
     shown, rest = rows[:FINDINGS_SHOWN], rows[FINDINGS_SHOWN:]
-    more = f"<details><summary>{len(rest)} more finding(s)</summary>{_table(head, rest)}</details>" if rest else ""
-    return f"<h2>Findings ({len(items)})</h2>" + _table(head, shown) + more
+    more = f"<details><summary>{len(rest)} more finding(s)</summary>{table(head, rest)}</details>" if rest else ""
+    return f"<h2>Findings ({len(findings)})</h2>" + table(head, shown) + more
 
 
-def _episodes(episodes: list[dict], t0: float) -> str:
+def _finding_row(i: int, f: Finding, bars: dict[tuple[str, int], Bar]) -> list[str]:
+    causes = "".join(f"<br>+{e(c)}" for c in f.causes if c != f.kind)
+    where = " · ".join(e(x) for x in (f.stage, _shards(f), f.worker) if x)
+    bar = next((bars[(f.stage, s)] for s in f.all_shards if (f.stage, s) in bars), None)
+    if bar:
+        where += (f'<br><a class="jump" href="#{bar.fig}" data-finding="finding-{i}" data-fig="{bar.fig}" '
+                  f'data-x0="{bar.x0:.3f}" data-x1="{bar.x1:.3f}" data-y="{bar.y}" data-color="{FLAGGED}">'
+                  "show on timeline</a>")
+    return [f'<td id="finding-{i}">{i}</td>', f'<span class="sev sev-{e(f.severity)}">{e(f.severity)}</span>',
+            f'<b>{e(f.title)}</b><br><span class="cause">{e(f.kind)}</span>{causes}',
+            where or "job", e(f.cost.sentence() or "-"), "<br>".join(e(line) for line in f.evidence),
+            "<br>".join(f"<code>{e(step)}</code>" for step in f.next)]
+
+
+def _shards(f: Finding) -> str:
+    shards = f.all_shards
+    if not shards:
+        return ""
+    listed = ", ".join(map(str, shards[:10])) + (" …" if len(shards) > 10 else "")
+    return f"shard {listed}" if len(shards) == 1 else f"shards {listed}"
+
+
+def _episodes(episodes, t0: float) -> str:
     if not episodes:
         return ""
-    rows = [[_e(ep["stage"]), f"{ep['start'] - t0:.1f}s", _e(duration(ep["duration_s"])),
-             "-" if ep.get("share") is None else f"{ep['share'] * 100:.0f}%", str(ep["in_flight"]),
-             _e(", ".join(map(str, ep.get("shards", []))) + (" …" if ep.get("n_shards", 0) > len(ep.get("shards", []))
-                                                            else ""))] for ep in episodes]
-    return "<h3>Tail episodes</h3>" + _table(["stage", "starts at", "duration", "share of stage", "in flight",
-                                              "shards"], rows)
+    rows = [[e(ep.stage), f"{ep.start - t0:.1f}s", e(duration(ep.duration_s)),
+             "-" if ep.share is None else f"{ep.share * 100:.0f}%", str(ep.in_flight),
+             e(", ".join(map(str, ep.shards)) + (" …" if ep.n_shards > len(ep.shards) else ""))] for ep in episodes]
+    return "<h3>Tail episodes</h3>" + table(["stage", "starts at", "duration", "share of stage", "in flight",
+                                             "shards"], rows)
 
 
-def _crashes(groups: list) -> str:
+def _crashes(groups) -> str:
     if not groups:
         return "<h2>Crash groups</h2><p>No crashes.</p>"
     parts = [f"<h2>Crash groups ({len(groups)}, {sum(g.count for g in groups)} crashes)</h2>"]
     for i, g in enumerate(groups):
         shards = ", ".join(map(str, g.shards[:20])) + (" …" if len(g.shards) > 20 else "")
         parts.append(
-            f"<details{' open' if i < 3 else ''}><summary><b>{g.count}×</b> <code>{_e(g.kind)}</code> "
-            f"{_e(g.exception)}: {_e(g.message)} <span class=\"muted\">· shards {_e(shards or '-')} · "
-            f"{len(g.workers)} worker(s) · {_e(g.fingerprint)}</span></summary><pre>{_e(g.example)}</pre>"
+            f"<details{' open' if i < 3 else ''}><summary><b>{g.count}×</b> <code>{e(g.kind)}</code> "
+            f"{e(g.exception)}: {e(g.raw_message or g.message)} <span class=\"muted\">· shards {e(shards or '-')} · "
+            f"{len(g.workers)} worker(s) · {e(g.fingerprint)}</span></summary><pre>{e(g.example)}</pre>"
             "</details>")
     return "".join(parts)
 
@@ -322,7 +359,6 @@ def _crashes(groups: list) -> str:
 def _footer(notes: list[str]) -> str:
     how = ("Shard bars are drawn as one trace per attempt outcome (not one per shard); time series are binned "
            "(max per bin, so peaks survive).")
-    return (f"<footer><p>{_e(how)}</p>" + "".join(f"<p>{_e(n)}</p>" for n in notes)
+    return (f"<footer><p>{e(how)}</p>" + "".join(f"<p>{e(n)}</p>" for n in notes)
             + '<p>charts drawn in <span id="render-ms">…</span> · generated by zdebug report · '
             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC</p></footer>")
-
