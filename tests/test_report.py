@@ -12,14 +12,13 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageStat
 from plotly.offline import get_plotlyjs
-
-from zephyr_debug.analyze.analysis import analyze
-from zephyr_debug.render.report import FLAGGED, Limits, render
-from zephyr_debug.render.report_tables import ATTEMPT_ROWS, OUTCOMES, outcome_keys
+from test_cli_foundation import ZDEBUG, assert_one_line_error, zdebug
 
 from benchmarks import report_data
 from benchmarks.report_data import Browser, big_evidence
-from test_cli_foundation import ZDEBUG, assert_one_line_error, zdebug
+from zephyr_debug.analyze.analysis import analyze
+from zephyr_debug.render.report import FLAGGED, Limits, render
+from zephyr_debug.render.report_tables import ATTEMPT_ROWS, OUTCOMES, outcome_keys
 
 PLOTLY_BYTES = len(get_plotlyjs().encode())
 
@@ -140,7 +139,7 @@ def test_pixels_labels_sorting_and_jumps_in_a_driven_chromium(tmp_path):
                 .sort(function (a, c) { return c.width - a.width; })[0];
             return [r.left, r.top, r.right, r.bottom]; })()""")
         image = Image.open(b.screenshot(tmp_path / "shot.png")).convert("RGB")
-        x0, y0, x1, y1 = (int(round(v)) for v in bar)
+        x0, y0, x1, y1 = (round(v) for v in bar)
         assert x1 - x0 > 300 and y1 - y0 > 5, bar  # the 12x straggler is the longest bar
         edge = max(share_near(image, (x0, y, x1, y + 1), FLAGGED) for y in range(y0 - 3, y0 + 4))
         assert edge > 0.7, edge  # the top edge
@@ -193,7 +192,7 @@ def test_outcomes_get_their_own_colour_from_what_the_evidence_recorded():
     assert colors["worker lost / requeued"] == OUTCOMES["lost"][1] and colors["done"] == OUTCOMES["done"][1]
     # Hovers carry items, bytes, peak RSS, the failure text and the 1-based attempt.
     lost = next(t for t in spec["data"] if t["name"] == "worker lost / requeued")
-    shard, attempt, secs, detail, error = lost["customdata"][0]
+    _, attempt, _, detail, error = lost["customdata"][0]
     assert attempt == 1 and error == "worker lost" and re.fullmatch(r"1,000 items · 48\.8 KB · peak RSS \d+\.\d MB",
                                                                     detail), detail
 

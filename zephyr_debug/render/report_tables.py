@@ -142,7 +142,8 @@ def attempt_table(f: pd.DataFrame, flagged: set[tuple[str, int]]) -> str:
     """Every attempt, sortable; above ATTEMPT_ROWS the failed and flagged ones, then the longest."""
     if not len(f):
         return '<p class="muted">No attempts.</p>'
-    hot = pd.Series([(s, int(n)) in flagged for s, n in zip(f["stage"], f["shard"].fillna(-1))], index=f.index)
+    pairs = zip(f["stage"], f["shard"].fillna(-1), strict=True)
+    hot = pd.Series([(s, int(n)) in flagged for s, n in pairs], index=f.index)
     rank = (f["outcome"] == "done").astype(int) - hot.astype(int)
     shown = f.assign(rank=rank).sort_values(["rank", "secs"], ascending=[True, False], kind="stable")
     shown = shown.head(ATTEMPT_ROWS)
