@@ -40,6 +40,7 @@ class _StageRows:
         self.t0: float | None = None
         self.width = 0.0  # bin width in seconds; 0 = every row kept so far
         self.last_bin: float | None = None
+        self.candidate: tuple | None = None  # (values, seq) of the open bin's newest row, not yet written
         self.prev: tuple | None = None
         self.prev_key: tuple | None = None
         self.prev_tail = False
@@ -57,7 +58,7 @@ class _StageRows:
             counts, before = (v[_TOTAL], v[_ALIVE], v[_REG], v[_DEAD]), (p[_TOTAL], p[_ALIVE], p[_REG], p[_DEAD])
             change = tail != self.prev_tail or (queue == 0 and (v[_DONE] != p[_DONE] or v[_FLIGHT] != p[_FLIGHT])) \
                 or (counts != before and any(a != b and a is not None and b is not None
-                                             for a, b in zip(counts, before))) \
+                                             for a, b in zip(counts, before, strict=True))) \
                 or (v[_RETRIES] is not None and self.retries is not None and v[_RETRIES] != self.retries)
             same = key == self.prev_key
             if change or same != self.prev_same:
@@ -75,18 +76,28 @@ class _StageRows:
         ts = _nan(v[_TS])
         if self.t0 is None:
             self.t0 = ts
-        cols = self.pinned if pinned else self.binned
-        if not pinned and self.width > 0:
+        if pinned:
+            _append(self.pinned, v, seq)
+            return
+        if self.width > 0:
             b = self._bin(ts)
-            if b == self.last_bin and len(cols[-1]):
-                for col, x in zip(cols, (*v, seq)):
-                    col[-1] = _nan(x)  # the newest row of its bin stands for it
+            if b == self.last_bin and self.candidate is not None:
+                self.candidate = (v, seq)  # the newest row of its bin stands for it
                 return
-            self.last_bin = b
-        for col, x in zip(cols, (*v, seq)):
-            col.append(_nan(x))
+            self._flush()
+            self.last_bin, self.candidate = b, (v, seq)
+            return
+        _append(self.binned, v, seq)
         if len(self.binned[-1]) > STATUS_ROWS_PER_STAGE:
             self._coarsen(ts)
+
+    def _flush(self) -> None:
+        """Writes the open bin's row."""
+        if self.candidate is not None:
+            _append(self.binned, *self.candidate)
+            self.candidate = None
+            if len(self.binned[-1]) > STATUS_ROWS_PER_STAGE:
+                self._coarsen(self.binned[0][-1])
 
     def _bin(self, ts: float) -> float:
         return math.floor((ts - self.t0) / self.width) if ts == ts and self.t0 == self.t0 else math.inf
@@ -102,14 +113,21 @@ class _StageRows:
             else:
                 keep.append(k)
         self.binned = [array(col.typecode, (col[k] for k in keep)) for col in old]
-        self.last_bin = self._bin(self.binned[0][-1]) if keep else None
+        self.last_bin = None
 
     def columns(self) -> list[list]:
         """Kept rows in arrival order: one list per STATUS_VALUES column, then the arrival numbers."""
-        rows = [list(zip(*cols)) for cols in (self.pinned, self.binned)]
+        self._flush()
+        rows = [list(zip(*cols, strict=True)) for cols in (self.pinned, self.binned)]
         merged = sorted(rows[0] + rows[1], key=lambda r: r[-1])
         merged += [(*(_nan(x) for x in v), seq) for v, _, seq in self.recent]
-        return [list(c) for c in zip(*merged)] if merged else [[] for _ in range(len(STATUS_VALUES) + 1)]
+        return [list(c) for c in zip(*merged, strict=True)] if merged else [[] for _ in range(len(STATUS_VALUES) + 1)]
+
+
+def _append(cols: list[array], v: tuple, seq: int) -> None:
+    for col, x in zip(cols, v, strict=False):
+        col.append(NAN if x is None else x)
+    cols[-1].append(seq)
 
 
 class StatusSeries:
@@ -185,7 +203,7 @@ _MISSING = object()
 class AttemptRow:
     """One attempt, read and written like the dict it stands for (absent keys read as missing)."""
 
-    __slots__ = ("t", "i")
+    __slots__ = ("i", "t")
 
     def __init__(self, table: AttemptTable, index: int):
         self.t, self.i = table, index
@@ -222,8 +240,12 @@ class AttemptRow:
             t.extra.setdefault(i, {})[key] = value
 
     def update(self, **fields) -> None:
+        t, i = self.t, self.i
         for key, value in fields.items():
-            self[key] = value
+            if key in t.floats and (value is None or isinstance(value, (int, float))):
+                t.floats[key][i] = NAN if value is None else value
+            else:
+                self[key] = value
 
 
 class AttemptTable:
@@ -270,7 +292,11 @@ class AttemptTable:
 
     def _find(self, key: tuple) -> int:
         stage, shard, attempt = key
-        return next((i for i in reversed(self.rows_of(stage, shard)) if self.attempt[i] == attempt), -1)
+        c = self._code["stage"].get(stage)
+        i = -1 if c is None else self._head(c, shard)
+        while i >= 0 and self.attempt[i] != attempt:
+            i = self.prev[i]
+        return i
 
     def get(self, key: tuple) -> AttemptRow | None:
         i = self._find(key)

@@ -6,8 +6,9 @@ grep, by one compiled regex over 1 MiB buffers (a literal prefix, so the scan ru
 the lines hit are parsed (prefix, then the message regexes in `MESSAGES`). Any line
 prefix is accepted: Python logging, glog-like, Iris `[hh:mm:ss] task=… |`, or none. Tracebacks
 and faulthandler dumps (untimestamped) are read after / before the error line that names them.
-Memory stays bounded: one reused buffer of `CHUNK_BYTES` per process; large files are split into
-line-aligned ranges scanned by several processes, and the hits are folded in order.
+Memory stays bounded: one reused buffer of `CHUNK_BYTES` per process; hits are folded as they are
+found (grep's output is read as it comes); large files are split into line-aligned ranges scanned
+by several processes, a few ranges ahead of the fold, and their hits folded in order.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +34,7 @@ CHUNK_BYTES = 1 << 20  # small enough for the CPU cache: the regex pass and line
 GREP_MIN_BYTES = 8 << 20  # larger files are searched by grep (-F, many strings) when it is installed
 PARALLEL_MIN_BYTES = 64 << 20  # larger files are scanned in line-aligned ranges by several processes
 MAX_PROCESSES = 4
+RANGES_PER_PROCESS = 4  # a large file's ranges per scanning process (the fold holds a few at a time)
 SPAM_SAMPLE_BYTES = 4 << 20
 SPAM_SHARE = 0.2
 BLOCK_BYTES = 256 << 10  # most text kept after an error line (traceback) or before it (dump)
@@ -45,8 +48,9 @@ PREFIX_RE, LINE_START_RE = zephyrlog.PREFIX_RE, zephyrlog.LINE_START_RE
 
 ALL = tuple((m.name, m.regex) for m in zephyrlog.MESSAGES)
 SIGNATURES = tuple(m.signature for m in zephyrlog.MESSAGES if m.signature)
-# Which messages a line can be, by the first keyword on it (the rest are tried after).
+# Which messages a line can be, by the first keyword on it (then the rest, in reading order).
 BY_KEYWORD = {k: tuple((m.name, m.regex) for m in zephyrlog.MESSAGES if m.keyword == k) for k in KEYWORDS}
+ROUTES = {b" " + k: v + tuple(r for r in ALL if r not in v) for k, v in BY_KEYWORD.items()}
 # Lines whose untimestamped continuation (traceback) belongs to them: keyword -> marker in the line.
 BLOCK_KEYS = {b" Worker ": b" error on shard ", b" method 'run_pipeline' failed": b"failed: "}
 DUMP_START, DUMP_END = b"Fatal Python error", b"Extension modules:"
@@ -55,9 +59,9 @@ DUMP_START, DUMP_END = b"Fatal Python error", b"Extension modules:"
 Hit = tuple  # (file offset, newlines before it in its range, keyword, line bytes, block bytes | None)
 
 
-def _hits(buf, cut: int, pos: int, read, hits: list, lines: int = 0) -> int:
-    """Appends the event lines of buf[:cut] (at file offset `pos`, after `lines` newlines) to hits;
-    returns the newline count up to its end."""
+def _hits(buf, cut: int, pos: int, read, lines: list[int]) -> Iterator[Hit]:
+    """The event lines of buf[:cut] (at file offset `pos`, after `lines[0]` newlines); adds the
+    buffer's newlines to `lines[0]`."""
     last_line, counted = -1, 0
     for m in EVENT_RE.finditer(buf, 0, cut):
         start = buf.rfind(b"\n", 0, m.start()) + 1
@@ -66,10 +70,10 @@ def _hits(buf, cut: int, pos: int, read, hits: list, lines: int = 0) -> int:
         last_line = start
         stop = buf.find(b"\n", m.end(), cut)
         stop = cut if stop < 0 else stop
-        lines += buf.count(b"\n", counted, start)
+        lines[0] += buf.count(b"\n", counted, start)
         counted = start
-        hits.append(_hit(read, pos + start, lines, m.group(), bytes(buf[start:stop])))
-    return lines + buf.count(b"\n", counted, cut)
+        yield _hit(read, pos + start, lines[0], m.group(), bytes(buf[start:stop]))
+    lines[0] += buf.count(b"\n", counted, cut)
 
 
 def _hit(read, offset: int, before: int, kw: bytes, line: bytes) -> Hit:
@@ -77,26 +81,38 @@ def _hit(read, offset: int, before: int, kw: bytes, line: bytes) -> Hit:
     return offset, before, kw, line, block
 
 
-def grep_scan(path: str) -> list[Hit] | None:
+class GrepFailed(Exception):
+    """grep could not be run or stopped with an error."""
+
+
+def grep_hits(path: str) -> Iterator[Hit]:
     """The event lines found by GNU grep's multi-string search (`-F`, several times faster than a
-    regex pass in Python); None when grep is missing or fails (the caller scans in Python)."""
+    regex pass in Python), as grep prints them; GrepFailed when grep is missing or fails."""
     binary = shutil.which("grep")
     if binary is None:
-        return None
+        raise GrepFailed(path)
     args = [binary, "-a", "-n", "-b", "-F", "--color=never"] + [a for k in KEYWORDS for a in ("-e", " " + k.decode())]
-    hits: list[Hit] = []
     try:
         with open(path, "rb", buffering=0) as fh, subprocess.Popen(
                 [*args, "--", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                env={**os.environ, "LC_ALL": "C"}) as proc:
-            read = _reader(fh.fileno())
+                env={**os.environ, "LC_ALL": "C"}, bufsize=1 << 20) as proc:
+            read, search = _reader(fh.fileno()), EVENT_RE.search
             for raw in proc.stdout:
                 number, offset, line = raw.split(b":", 2)
-                line = line[:-1] if line.endswith(b"\n") else line
-                hits.append(_hit(read, int(offset), int(number) - 1, EVENT_RE.search(line).group(), line))
-    except (OSError, ValueError, AttributeError):
+                line = line[:-1] if line[-1:] == b"\n" else line
+                yield _hit(read, int(offset), int(number) - 1, search(line).group(), line)
+    except (OSError, ValueError, AttributeError) as exc:
+        raise GrepFailed(path) from exc
+    if proc.returncode not in (0, 1):
+        raise GrepFailed(path)
+
+
+def grep_scan(path: str) -> list[Hit] | None:
+    """Every hit of `grep_hits`, or None when grep is missing or fails."""
+    try:
+        return list(grep_hits(path))
+    except GrepFailed:
         return None
-    return hits if proc.returncode in (0, 1) else None
 
 
 def _reader(fd: int):
@@ -122,10 +138,15 @@ def _block(read, start: int, stop: int, line: bytes) -> bytes:
 
 
 def scan_range(path: str, start: int, end: int, chunk_bytes: int = CHUNK_BYTES) -> tuple[list[Hit], int]:
-    """Event lines among the lines that begin in [start, end) (line-aligned), and its newline
-    count. Reads `chunk_bytes` at a time into one reused buffer, so each pass over it stays in cache."""
-    hits: list[Hit] = []
-    total = 0
+    """Event lines among the lines that begin in [start, end) (line-aligned), and its newline count."""
+    lines = [0]
+    hits = list(range_hits(path, start, end, lines, chunk_bytes))
+    return hits, lines[0]
+
+
+def range_hits(path: str, start: int, end: int, lines: list[int], chunk_bytes: int = CHUNK_BYTES) -> Iterator[Hit]:
+    """The event lines that begin in [start, end) as they are found; their newlines are added to
+    `lines[0]`. Reads `chunk_bytes` at a time into one reused buffer, so each pass stays in cache."""
     buf = bytearray(chunk_bytes)
     with open(path, "rb", buffering=0) as fh:
         read = _reader(fh.fileno())
@@ -144,10 +165,9 @@ def scan_range(path: str, start: int, end: int, chunk_bytes: int = CHUNK_BYTES) 
                     fill = avail
                     buf.extend(bytes(len(buf)))
                     continue
-            total = _hits(buf, cut, pos, read, hits, total)
+            yield from _hits(buf, cut, pos, read, lines)
             buf[:avail - cut] = buf[cut:avail]
             fill, pos = avail - cut, pos + cut
-    return hits, total
 
 
 def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
@@ -163,18 +183,23 @@ def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
-def _scan_range_args(args: tuple) -> tuple[list[Hit], int]:
-    return scan_range(*args)
-
-
-def _python_scan(path: Path, size: int, processes: int | None) -> list[tuple[list[Hit], int]]:
-    """(hits, newline count) per line-aligned range, ranges scanned by several processes when large."""
+def _python_scan(path: Path, size: int, processes: int | None) -> Iterator[tuple[Iterable[Hit], list[int]]]:
+    """(hits, [newline count]) per line-aligned range, in file order. One process streams the
+    file; a large one is split into ranges scanned by several processes, at most one range per
+    process ahead of the fold."""
     procs = processes or (min(os.cpu_count() or 1, MAX_PROCESSES) if size >= PARALLEL_MIN_BYTES else 1)
-    jobs = [(str(path), a, b) for a, b in _ranges(path, procs)]
-    if len(jobs) < 2:  # an empty file has no range
-        return [scan_range(*job) for job in jobs]
-    with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
-        return list(pool.map(_scan_range_args, jobs))
+    if procs < 2:
+        lines = [0]
+        yield range_hits(str(path), 0, size, lines), lines
+        return
+    jobs = deque((str(path), a, b) for a, b in _ranges(path, procs * RANGES_PER_PROCESS))
+    with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("fork")) as pool:
+        ahead = deque(pool.submit(scan_range, *jobs.popleft()) for _ in range(min(2 * procs, len(jobs))))
+        while ahead:
+            hits, count = ahead.popleft().result()
+            if jobs:
+                ahead.append(pool.submit(scan_range, *jobs.popleft()))
+            yield hits, [count]
 
 
 class LogScanner:
@@ -191,14 +216,26 @@ class LogScanner:
     def scan_file(self, path: Path, processes: int | None = None) -> None:
         """Large files go to grep when there is one (`processes` forces the Python scan)."""
         size = path.stat().st_size
-        found = grep_scan(str(path)) if processes is None and size >= GREP_MIN_BYTES else None
-        results = [(found, 0)] if found is not None else _python_scan(path, size, processes)
-        base = 0
-        for hits, lines in results:
-            for offset, before, kw, line, block in hits:
-                self._line(line, kw, base + before + 1, block, offset)
-            base += lines
+        if not (processes is None and size >= GREP_MIN_BYTES and self._grep(path)):
+            base = 0
+            for hits, lines in _python_scan(path, size, processes):
+                for offset, before, kw, line, block in hits:
+                    self._line(line, kw, base + before + 1, block, offset)
+                base += lines[0]
         self._spam(path, size)
+
+    def _grep(self, path: Path) -> bool:
+        """Folds grep's hits as they come; False when grep could not run (nothing folded)."""
+        line_no = 0
+        try:
+            for offset, before, kw, line, block in grep_hits(str(path)):
+                line_no = before + 1
+                self._line(line, kw, line_no, block, offset)
+        except GrepFailed:
+            if line_no:
+                raise EvidenceError(f"{path}:{line_no}: grep stopped with an error after this line") from None
+            return False
+        return True
 
     def scan_records(self, records: Iterable[tuple[float | None, str]]) -> None:
         """(timestamp or None, text) pairs, e.g. Iris get-task-logs entries; each line gets a
@@ -211,9 +248,8 @@ class LogScanner:
                     self.stamps[len(buf)] = ts
                 buf += b" " + part.encode("utf-8", "replace") + b"\n"
         data = bytes(buf)
-        hits: list[Hit] = []
-        _hits(data, len(data), 0, lambda offset, size: data[offset:offset + size], hits)
-        for offset, _, kw, line, block in hits:
+        for offset, _, kw, line, block in _hits(data, len(data), 0, lambda offset, size: data[offset:offset + size],
+                                                [0]):
             self._line(line, kw, None, block, offset)
         self.stamps, self.records = {}, False
 
@@ -229,13 +265,19 @@ class LogScanner:
                                  "spam; a line-limited log window may hold no progress lines")
 
     def _line(self, line: bytes, kw: bytes, line_no: int | None, block: bytes | None, offset: int) -> None:
-        if line.lstrip().startswith(b"{"):
+        first = line[:1]
+        if first == b"{" or (first in b" \t" and line.lstrip()[:1] == b"{"):
             self._json_line(line)
             return
         ts = self.stamps.get(offset) if self.stamps else None
         if ts is None:
-            ts = self._timestamp(line)
-        for name, rx in BY_KEYWORD.get(kw[1:], ()) + ALL:
+            secs = self.date_cache.get(line[:19]) if line[19:20] == b"," and line[23:24] == b" " \
+                and line[20:23].isdigit() else None
+            if secs is not None:  # Python logging's `2026-12-02 21:59:16,743 ` of a second already seen
+                ts = self.last_ts = secs + int(line[20:23]) / 1000
+            else:
+                ts = self._timestamp(line)
+        for name, rx in ROUTES.get(kw, ALL):
             m = rx.search(line)
             if m is None:
                 continue

@@ -51,6 +51,7 @@ class Timeline:
         self.worker_events: list[tuple[float, str, str]] = []
         self.source_now = source
         self.facts: dict[str, list[tuple]] = {}
+        self.handlers: dict[str, object] = {}  # message name -> its on_<name> method
 
     # -- events --------------------------------------------------------------------------
     def event(self, name: str, ts: float | None, g: list, source: str, line: int | None, block: str | None) -> None:
@@ -58,7 +59,10 @@ class Timeline:
         self.source_now = source
         if ts is not None and (self.last_ts is None or ts > self.last_ts):
             self.last_ts = ts
-        getattr(self, "on_" + name)(ts, g, source, line, block)
+        handler = self.handlers.get(name)
+        if handler is None:
+            handler = self.handlers[name] = getattr(self, "on_" + name)
+        handler(ts, g, source, line, block)
 
     def on_status(self, ts, g, *_):
         stage = g["stage"]
@@ -68,7 +72,7 @@ class Timeline:
         if row["registered"] is None and "workers" in g:  # older form: `…, 488 workers`
             row["registered"] = int(g["workers"])
         self._stage(stage, row["total"])
-        self._fact("status_exec", ts, g.get("exec"), row["alive"])
+        self._fact("status_exec", ts, g.get("exec"), row["alive"], runs=True)
         last = self.status[-1] if self.status else None
         if last is not None and last["stage"] == stage and row["completed"] > last["completed"] and ts is not None:
             self.progress = max(self.progress or ts, ts)  # completions a coordinator-only log shows no other way
@@ -236,12 +240,18 @@ class Timeline:
         self._fact("worker_group", ts, int(g["n"]), int(g["max"]), int(g["shards"]))
 
     # -- helpers -------------------------------------------------------------------------
-    def _fact(self, name: str, ts, *fields) -> None:
+    def _fact(self, name: str, ts, *fields, runs: bool = False) -> None:
         """One line's fact for Evidence.log_facts: status_exec (ts, exec, alive), stage_start (ts, exec,
         stage), rpc_retry (ts, op, method, n, max, error), connect_error (ts, worker),
-        worker_group (ts, workers, max_workers, num_shards)."""
-        if ts is not None:
-            self.facts.setdefault(name, []).append((ts, *fields))
+        worker_group (ts, workers, max_workers, num_shards). `runs`: of consecutive equal facts only
+        the first and the last are kept (one a status line is too many)."""
+        if ts is None:
+            return
+        facts = self.facts.setdefault(name, [])
+        if runs and len(facts) >= 2 and facts[-1][1:] == fields and facts[-2][1:] == fields:
+            facts[-1] = (ts, *fields)
+        else:
+            facts.append((ts, *fields))
 
     def _churn(self, ts, worker: str, event: str) -> None:
         if ts is not None:
