@@ -80,7 +80,7 @@ def test_live_coordinator_url_status_and_metrics(tmp_path):
         assert proc.returncode == 0, proc.stderr
         s = json.loads(proc.stdout)
         assert s["state"] == "running" and s["total"] == 4 and s["done"] is False
-        assert set(s["workers"]) == {w.id for w in job.workers}
+        assert {w["worker"] for w in s["workers"]} == {w.id for w in job.workers}  # a list, one entry each
         metrics = requests.get(job.url + "/metrics", timeout=5).text
         assert f'progress_time_seconds{{run="{job.execution_id}"}}' in metrics
         assert "zephyr_shards_in_flight" in metrics and "zephyr_queue_depth" in metrics

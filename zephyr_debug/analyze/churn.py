@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ class ChurnRules:
     burst_count: int = 5  # this many shards requeued by infra failures ...
     burst_window_timeouts: float = 2.0  # ... within this many heartbeat timeouts
     burst_workers: int = 2  # ... lost from at least this many workers
+    false_rate: float = 0.01  # ... and more than the job's own background rate gives by chance this often
 
 
 @dataclass(frozen=True)
@@ -136,8 +138,26 @@ def _flapping(w: WorkerChurn, times: list[float], peak: int, window: float, step
         metrics=(("losses", len(times)), ("max_per_window", peak), ("window_s", window)))
 
 
+def _burst_floor(rq: pd.DataFrame, window: float, rules: ChurnRules) -> int:
+    """Requeues in one window that the job's own background rate explains less than `false_rate`
+    of the time over the whole job (Poisson, Bonferroni over its windows): a big fleet's ordinary
+    preemptions are not a burst."""
+    if len(rq) < 2 or window <= 0:
+        return rules.burst_count
+    span = float(rq["at"].max() - rq["at"].min()) or window
+    lam = len(rq) * window / span
+    windows = max(span / window, 1.0)
+    k, pmf, tail = 0, math.exp(-lam), 1.0
+    while tail > rules.false_rate / windows and k < len(rq):
+        tail -= pmf
+        k += 1
+        pmf *= lam / k
+    return max(rules.burst_count, k + 1)
+
+
 def _bursts(rq: pd.DataFrame, window: float, rules: ChurnRules, steps: Steps) -> list[Finding]:
     out, i = [], 0
+    floor = _burst_floor(rq, window, rules)
     rows = rq.to_dict("records")
     while i < len(rows):
         j = i
@@ -145,7 +165,7 @@ def _bursts(rq: pd.DataFrame, window: float, rules: ChurnRules, steps: Steps) ->
             j += 1
         group = rows[i:j + 1]
         lost_from = sorted({str(r["lost_from"]) for r in group if isinstance(r["lost_from"], str)})
-        if len(group) >= rules.burst_count and len(lost_from) >= rules.burst_workers:
+        if len(group) >= floor and len(lost_from) >= rules.burst_workers:
             claimed = sorted({str(r["claimed_by"]) for r in group if isinstance(r["claimed_by"], str)})
             shards = tuple(sorted({int(r["shard"]) for r in group}))
             stage = group[0]["stage"]

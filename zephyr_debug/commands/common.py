@@ -160,3 +160,13 @@ def load_evidence(target: str, as_json: bool, finelog: str | None = None) -> Evi
         for warning in ev.warnings:
             con.print(f"[yellow]warning:[/] {warning}", markup=True, highlight=False)
     return ev
+
+
+def analyze_evidence(ev: Evidence, target: str, th: Any = None):
+    """The one analysis of a loaded job, compared with the earlier runs of its pipeline in the job
+    store (`sources.earlier`): what status, stragglers, diagnose, report and watch all render."""
+    from zephyr_debug.analyze.analysis import analyze
+    from zephyr_debug.analyze.thresholds import Thresholds
+    from zephyr_debug.sources import earlier
+
+    return analyze(ev, th or Thresholds(), target=target, earlier=earlier.runs(ev))

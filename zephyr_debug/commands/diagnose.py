@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from zephyr_debug.commands.common import EXIT_STATUS, FINELOG, JOB, JSON, TIMEOUT, examples, exit_status, load_evidence
+from zephyr_debug.commands.common import (
+    EXIT_STATUS,
+    FINELOG,
+    JOB,
+    JSON,
+    TIMEOUT,
+    analyze_evidence,
+    examples,
+    exit_status,
+    load_evidence,
+)
 from zephyr_debug.commands.status import STALL_MINUTES
 
 
@@ -22,12 +32,11 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JSON,
     ) -> None:
         """What is wrong with a job, most costly first, with the playbook and next command for each."""
-        from zephyr_debug.analyze.analysis import analyze
         from zephyr_debug.analyze.thresholds import Thresholds
         from zephyr_debug.render import diagnose as view
         from zephyr_debug.render.output import print_json
 
-        result = analyze(load_evidence(job, as_json, finelog), Thresholds(stall_s=stall_minutes * 60), target=job)
+        result = analyze_evidence(load_evidence(job, as_json, finelog), job, Thresholds(stall_s=stall_minutes * 60))
         print_json(result.to_json()) if as_json else view.render(result)
         if exit_with_status:
             raise typer.Exit(exit_status(result.state, has_errors=result.has_errors))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from zephyr_debug.commands.common import FINELOG, JOB, JSON, TIMEOUT, Default, examples, load_evidence
+from zephyr_debug.commands.common import FINELOG, JOB, JSON, TIMEOUT, Default, analyze_evidence, examples, load_evidence
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.findings import SCHEMA_VERSION
 
@@ -43,10 +43,9 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render.output import console, print_json
         from zephyr_debug.render.report import Limits, render
 
-        from zephyr_debug.analyze.analysis import analyze
 
         ev = load_evidence(job, as_json, finelog)
-        result = analyze(ev, target=job)
+        result = analyze_evidence(ev, job)
         text = render(ev, result, limits=Limits(top_workers=top))
         path = (output or default_path(ev)).absolute()
         try:

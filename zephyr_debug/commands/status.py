@@ -6,13 +6,14 @@ import typer
 
 from zephyr_debug.commands.common import (
     EXIT_STATUS,
+    FINELOG,
     JOB_OR_PROMETHEUS,
     JSON,
     PROMETHEUS,
     RUN,
-    FINELOG,
     TIMEOUT,
     Default,
+    analyze_evidence,
     examples,
     exit_status,
     job_target,
@@ -39,7 +40,6 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JSON,
     ) -> None:
         """Status of a job, the outcome in one line and the worst findings."""
-        from zephyr_debug.analyze.analysis import analyze
         from zephyr_debug.analyze.liveness import listing
         from zephyr_debug.analyze.thresholds import Thresholds
         from zephyr_debug.render import status as view
@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
 
         target = job_target(job, prometheus, run)
         ev = load_evidence(target, as_json, finelog)
-        result = analyze(ev, Thresholds(stall_s=stall_minutes * 60), target=job or target)
+        result = analyze_evidence(ev, job or target, Thresholds(stall_s=stall_minutes * 60))
         print_json(result.status_json(listing(ev))) if as_json else view.render(result)
         if exit_with_status:
             raise typer.Exit(exit_status(result.state, has_errors=result.has_errors))

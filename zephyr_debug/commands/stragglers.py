@@ -5,13 +5,14 @@ from __future__ import annotations
 import typer
 
 from zephyr_debug.commands.common import (
+    FINELOG,
     JOB_OR_PROMETHEUS,
     JSON,
     PROMETHEUS,
     RUN,
-    FINELOG,
     TIMEOUT,
     Default,
+    analyze_evidence,
     examples,
     job_target,
     load_evidence,
@@ -61,7 +62,6 @@ def register(app: typer.Typer) -> None:
         """Shards that hold their stage up, with the cause the evidence supports (data-skew, slow-worker,
         stuck, dead-holder, crash-loop, oom, all-workers-dead, or undetermined), the numbers behind it
         and the next command to run."""
-        from zephyr_debug.analyze.analysis import analyze
         from zephyr_debug.analyze.thresholds import Thresholds
         from zephyr_debug.render import stragglers as view
         from zephyr_debug.render.output import print_json
@@ -71,5 +71,5 @@ def register(app: typer.Typer) -> None:
                         stuck_heartbeats=stuck_heartbeats, skew_items=skew_items, normal_rate=normal_rate,
                         slow_worker_speed=slow_worker_speed, memory_near=memory_near)
         target = job_target(job, prometheus, run)
-        result = analyze(load_evidence(target, as_json, finelog), th, target=job or target)
+        result = analyze_evidence(load_evidence(target, as_json, finelog), job or target, th)
         print_json(result.stragglers_json()) if as_json else view.render(result)

@@ -42,14 +42,14 @@ def snapshot(ev: Evidence, interval_s: float, target: str) -> Snapshot:
     """The analysis, top workers by memory and the newest failed attempts."""
     import pandas as pd
 
-    from zephyr_debug.analyze.analysis import analyze
     from zephyr_debug.analyze.liveness import listing
     from zephyr_debug.analyze.workers import rank
+    from zephyr_debug.commands.common import analyze_evidence
 
     a = ev.attempts
     failed = a[a["outcome"] == "failed"].sort_values("end_ts", ascending=False).head(NEWEST_FAILURES)
     failures = failed[["end_ts", "stage", "shard", "attempt", "worker", "kind", "error"]]
-    return Snapshot(analyze(ev, target=target), rank(ev, "memory", TOP_WORKERS),
+    return Snapshot(analyze_evidence(ev, target), rank(ev, "memory", TOP_WORKERS),
                     failures.astype(object).where(pd.notna(failures), None).to_dict("records"), listing(ev),
                     ev.now, interval_s)
 

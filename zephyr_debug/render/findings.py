@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.text import Text
 
 from zephyr_debug.findings import ERROR, INFO, Finding
-from zephyr_debug.render.output import clean
+from zephyr_debug.render.output import clean, safe
 
 SEVERITY_STYLE = {ERROR: "bold red", "warning": "yellow", INFO: "dim"}
 KIND_STYLE = {"all-workers-dead": "bold red", "crash-loop": "red", "oom": "red", "aborted": "red",
@@ -35,13 +35,13 @@ def show(con: Console, f: Finding, rank: int | None = None, evidence: int = 4) -
     if len(f.evidence) > evidence:
         con.print(f"{INDENT}(+{len(f.evidence) - evidence} more lines: --json shows all)", style="dim")
     for step in f.next:
-        con.print(Text(INDENT + "next: ") + Text(step, style="bold cyan"), soft_wrap=True)
+        con.print(Text(INDENT + "next: ") + Text(safe(step), style="bold cyan"), soft_wrap=True)
 
 
 def _hanging(con: Console, bullet: str, line: str) -> None:
     """An evidence line wrapped with a hanging indent (continuations under its first word)."""
     width = max(con.width - len(INDENT) - len(bullet), 20)
-    words, rows, row = str(line).split(" "), [], ""
+    words, rows, row = safe(line).split(" "), [], ""
     for word in words:
         if row and len(row) + 1 + len(word) > width:
             rows.append(row)

@@ -31,14 +31,18 @@ MAX_LINE_CHARS = 2000
 _LONG_LINE = re.compile(r"[^\n]{%d}[^\n]+" % MAX_LINE_CHARS)
 
 
-def clean(text: object) -> str:
-    """Evidence text made safe to print: control sequences shown as `\\x1b`, markup escaped,
-    lines over MAX_LINE_CHARS cut."""
+def safe(text: object) -> str:
+    """Evidence text for a rich `Text` (no markup): control sequences shown as `\\x1b`, lines over
+    MAX_LINE_CHARS cut."""
     s = "" if text is None else str(text)
     if len(s) > MAX_LINE_CHARS:
         s = _LONG_LINE.sub(lambda m: f"{m.group()[:MAX_LINE_CHARS]}… (+{len(m.group()) - MAX_LINE_CHARS} chars)", s)
-    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
-    return escape(s)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+
+
+def clean(text: object) -> str:
+    """`safe` text with rich markup escaped, for strings printed as markup."""
+    return escape(safe(text))
 
 
 def _plain(value):

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from zephyr_debug.render import workers as workers_view
 from zephyr_debug.render.findings import headline
-from zephyr_debug.render.output import clean, when
+from zephyr_debug.render.output import clean, safe, when
 from zephyr_debug.render.status import STATE_STYLE, counts_line
 from zephyr_debug.render.stragglers import tail_table
 
@@ -36,7 +36,7 @@ def screen(snap: Snapshot, live: bool = True) -> Panel:
         parts.append(tail_table(a.tail[-3:]))
     for f in a.problems[:SHOWN]:
         parts.append(headline(f))
-        parts += [Text("     next: ") + Text(step, style="bold cyan") for step in f.next[:1]]
+        parts += [Text("     next: ") + Text(safe(step), style="bold cyan") for step in f.next[:1]]
     if snap.workers["workers"]:
         parts.append(workers_view.table(snap.workers, f"top workers by {snap.workers['sort']}"))
     if snap.failures:
