@@ -18,7 +18,7 @@ SWEEP_MAX_SHARDS = 1000  # the 5,000-shard jobs: `make bench` (bench_known)
 # scenario -> (variant, known id, kind of the finding that carries it)
 MODES = {
     "infra-crash": ("coord", "marin#4575", "crash-loop"),
-    "oomkilled-workers": ("full+status", "marin#3009", "requeue-burst"),
+    "oomkilled-workers": ("full+status", "marin#3009", "oom-behind-heartbeat"),
     "all-dead-waiting": ("coord", "marin#3598", "all-workers-dead"),
     "last-stage-shutdown": ("full", "marin#4200", "stuck"),
     "dispatch-stall": ("coord", "marin#2943", "stalled"),

@@ -15,15 +15,14 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from zephyr_debug.analyze.liveness import heartbeat_timeout
+from zephyr_debug.analyze.liveness import OOM_EXIT, heartbeat_timeout, oom_killed_workers, zephyr_id
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.findings import ERROR, INFO, WARNING, Cost, Finding
 from zephyr_debug.model import MAX_SHARD_FAILURES, NO_WORKERS_TIMEOUT_S, Evidence
-from zephyr_debug.zephyrlog import ABORT_SHARD_RE, FAILURE_KINDS
+from zephyr_debug.zephyrlog import ABORT_SHARD_RE
 
 PLAYBOOK = "zdebug playbook known-modes"
 FAIL_LOOP_INFRA = 3  # infra failures of one unfinished shard: a fail loop (#4575)
-OOM_EXIT = 137  # Iris task exit code of a kernel OOM kill (#3009)
 SHUTDOWN_SHARE = 0.9  # dead share of the pool after the last stage's queue emptied (#4200) ...
 SHUTDOWN_TIMEOUT_SHARE = 0.5  # ... with heartbeat timeouts for fewer than this share of them
 MIN_POOL = 4  # pool-wide rules need at least this many registered workers
@@ -38,7 +37,6 @@ AFTER_EXIT_SPAN_S = 5 * 60.0  # ... spanning at least this long
 PREEMPT_MATCH_S = 30.0  # a heartbeat timeout of the aborting worker this close to a TASK abort (#4990)
 MAX_NAMED = 5  # workers named in an evidence line
 
-OOM_RE = next(rx for rx, kind in FAILURE_KINDS if kind == "oom")
 TASK_ABORT_RE = re.compile(r"Shard \d+ (?:failed|has failed) \d+ times")
 
 
@@ -94,7 +92,7 @@ def fail_loop(ev: Evidence, found: list[Finding]) -> Match | None:
     n = dict(f.metrics)["infra_failures"]
     lines = [f"marin#4575: shard {f.shard} was in flight during {n} worker losses (a deterministic native "
              "crash / OOM in its own code), the stage cannot finish without it"]
-    oom = _oom_workers(ev) & _holders(ev, f.stage, f.all_shards)
+    oom = oom_killed_workers(ev) & _holders(ev, f.stage, f.all_shards)
     if oom:
         lines.append(f"Iris: {len(oom)} of its workers were OOM-killed (exit {OOM_EXIT} / 'OOM killed'): "
                      + _names(oom))
@@ -109,7 +107,7 @@ def oom_behind_heartbeat(ev: Evidence, found: list[Finding]) -> Match | None:
     timed_out = {w for _, w, e in ev.worker_events if e == "heartbeat-timeout"}
     loops = [f for f in found if f.kind == "crash-loop"]
     looping = set().union(*(_holders(ev, f.stage, f.all_shards) for f in loops)) if loops else set()
-    oom = (_oom_workers(ev) & timed_out) - looping
+    oom = (oom_killed_workers(ev) & timed_out) - looping
     if not oom:
         return None
     a = ev.attempts
@@ -189,7 +187,7 @@ def all_dead_waiting(ev: Evidence, found: list[Finding]) -> Match | None:
     minutes = (waits[-1] - waits[0]) / 60
     lines = [f"marin#3598: 'All workers are dead/failed. Waiting for workers to recover...' {len(waits)} times "
              f"over {minutes:.0f} min, no abort: this coordinator waits the pool's no_workers_timeout (6 h)"]
-    oom = _oom_workers(ev)
+    oom = oom_killed_workers(ev)
     if oom:
         lines.append(f"Iris: {len(oom)} worker task(s) OOM-killed: {_names(oom)}")
     return Match("marin#3598", "all-dead-waiting", "the coordinator waits forever on a dead pool", tuple(lines),
@@ -332,29 +330,12 @@ def preempt_abort(ev: Evidence, found: list[Finding]) -> Match | None:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _oom_workers(ev: Evidence) -> set[str]:
-    """Zephyr worker ids whose Iris task ended OOM-killed (error text or exit 137)."""
-    w = ev.workers
-    if "error" not in w and "exit_code" not in w:
-        return set()
-    err = w["error"].astype(str) if "error" in w else pd.Series("", index=w.index)
-    code = pd.to_numeric(w["exit_code"], errors="coerce") if "exit_code" in w else pd.Series(dtype=float)
-    hit = err.str.contains(OOM_RE) | (code == OOM_EXIT)
-    return {_zephyr_id(str(x)) for x in w.loc[hit.fillna(False), "worker"]}
-
-
-def _zephyr_id(task: str) -> str:
-    """Iris task `/user/<group>/<i>` -> Zephyr worker `<group>-<i>:0` (other names unchanged)."""
-    parts = task.rstrip("/").split("/")
-    return f"{parts[-2]}-{parts[-1]}:0" if len(parts) >= 3 and parts[-1].isdigit() else task
-
-
 def _iris_running(ev: Evidence, workers: set[str]) -> int:
     w = ev.workers
     if "iris_worker" not in w:
         return 0
     tasks = w[w["iris_worker"].notna()]
-    return sum(_zephyr_id(str(t)) in workers and s == "busy" for t, s in zip(tasks["worker"], tasks["state"]))
+    return sum(zephyr_id(str(t)) in workers and s == "busy" for t, s in zip(tasks["worker"], tasks["state"]))
 
 
 def _holders(ev: Evidence, stage: str | None, shards: tuple[int, ...]) -> set[str]:

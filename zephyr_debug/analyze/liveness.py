@@ -9,8 +9,11 @@ import numpy as np
 import pandas as pd
 
 from zephyr_debug.model import ALIVE_STATES, HEARTBEAT_TIMEOUT_S, Evidence
+from zephyr_debug.zephyrlog import FAILURE_KINDS
 
 NO_WORKERS_SIGNS = ("No alive workers", "registered workers are dead/failed")
+OOM_EXIT = 137  # Iris task exit code of a kernel OOM kill (#3009)
+OOM_RE = next(rx for rx, kind in FAILURE_KINDS if kind == "oom")
 
 
 @dataclass(frozen=True)
@@ -107,3 +110,21 @@ def listing(ev: Evidence) -> list[dict]:
     w = ev.workers.drop_duplicates("worker", keep="last").sort_values("worker")
     return [{"worker": r.worker, "state": r.state, "last_seen_ago": _num(r.last_seen_ago, None)}
             for r in w.itertuples()]
+
+
+def oom_killed_workers(ev: Evidence) -> set[str]:
+    """Zephyr worker ids whose Iris task ended OOM-killed (error text or exit 137): the reason a
+    coordinator log shows only as a heartbeat timeout (#3009)."""
+    w = ev.workers
+    if "error" not in w and "exit_code" not in w:
+        return set()
+    err = w["error"].astype(str) if "error" in w else pd.Series("", index=w.index)
+    code = pd.to_numeric(w["exit_code"], errors="coerce") if "exit_code" in w else pd.Series(dtype=float)
+    hit = err.str.contains(OOM_RE) | (code == OOM_EXIT)
+    return {zephyr_id(str(x)) for x in w.loc[hit.fillna(False), "worker"]}
+
+
+def zephyr_id(task: str) -> str:
+    """Iris task `/user/<group>/<i>` -> Zephyr worker `<group>-<i>:0` (other names unchanged)."""
+    parts = task.rstrip("/").split("/")
+    return f"{parts[-2]}-{parts[-1]}:0" if len(parts) >= 3 and parts[-1].isdigit() else task

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from zephyr_debug.analyze.liveness import oom_killed_workers
 from zephyr_debug.analyze.thresholds import GAP_HEARTBEATS, Thresholds
 from zephyr_debug.model import INFRA, TASK, Evidence
 
@@ -157,6 +158,9 @@ def build(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
                     | near)
     task_fail = failed & (kind == TASK).to_numpy(dtype=bool)
     infra_fail = failed & (kind == INFRA).to_numpy(dtype=bool)
+    killed = oom_killed_workers(ev)  # Iris: the worker's task was OOM-killed, the log says heartbeat timeout
+    if killed:
+        oom |= infra_fail & a["worker"].isin(killed).to_numpy(dtype=bool)
     order = np.lexsort((_num(a, "attempt").fillna(0).to_numpy(), key))
     ks = key[order]
     first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
