@@ -14,7 +14,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from zephyr_debug.analyze import causes, churn, counters, failures, known, liveness, outliers, progress, shardtable, speed
+from zephyr_debug.analyze import (
+    causes,
+    churn,
+    counters,
+    failures,
+    known,
+    liveness,
+    outliers,
+    progress,
+    shardtable,
+    speed,
+)
 from zephyr_debug.analyze.nextsteps import Steps, is_live
 from zephyr_debug.analyze.tail import Episode, episodes, stage_bounds
 from zephyr_debug.analyze.thresholds import Thresholds
@@ -155,6 +166,7 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     found += fail_findings
     frozen = progress.frozen_items_s(ev, prog)
     gone = pool.all_dead
+    sizes_from = "Zephyr's telemetry" if "finelog" in ev.provenance else ""
     stalled_now = shards["running"].to_numpy(dtype=bool) & shards["holder_alive"].to_numpy(dtype=bool) & (
         shards["plateau_now_s"].to_numpy(dtype=float) >= th.stuck_heartbeats * hb)  # stuck needs no peers
     for r in shards[(shards["outlier"].fillna(False).astype(bool) & held_enough & judged) | stalled_now].itertuples():
@@ -163,7 +175,7 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
             continue  # explained by a failure, the dead pool, or its dead holder
         st = stats.loc[r.stage] if r.stage in stats.index else pd.Series(np.nan, index=outliers.STAGE_STATS)
         view = causes.StageView(st["median_s"], st["p99_s"], st["cut_s"], int(np.nan_to_num(st["peers"])),
-                                frozen if r.stage == prog.stage else 0.0, solo.get(r.stage))
+                                frozen if r.stage == prog.stage else 0.0, solo.get(r.stage), sizes_from)
         cost = Cost(held_s=float(r.held_s), idle_worker_hours=idle(r.stage, float(r.expected_end), float(r.end)))
         found.append(causes.straggler(r, view, hb, th, steps, cost))
     if not gone:

@@ -32,6 +32,7 @@ class StageView:
     peers: int
     frozen_s: float  # status-line `items=` unchanged this long while only suspects were in flight
     alone: Alone | None = None  # the stretch its last shard ran alone (status lines)
+    sizes_from: str = ""  # where per-shard item counts came from, when it is worth saying (telemetry)
 
     def alone_for(self, r, hb: float) -> Alone | None:
         """The alone stretch when it is this shard's (it ran then and ended, or still runs, at its end)."""
@@ -64,7 +65,7 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
         missing.append(f"{worker or 'its worker'} finished no other shard to compare with" if worker
                        else "no source names the shard's worker")
     if "slow-worker" not in causes and not stuck:
-        causes += _data(r, slow_worker, th, lines, missing)
+        causes += _data(r, slow_worker, th, lines, missing, stage.sizes_from)
     if not causes and not stuck and "slow-worker" not in causes:
         causes += _alone_rate(r, None if r.size_is_rows else stage.alone_for(r, hb),
                               slow_worker and r.worker_speed > th.slow_worker_speed,
@@ -106,11 +107,12 @@ def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> 
     return False
 
 
-def _data(r, worker_known: bool, th: Thresholds, lines: list[str], missing: list[str]) -> list[str]:
+def _data(r, worker_known: bool, th: Thresholds, lines: list[str], missing: list[str], source: str = "") -> list[str]:
     """data-skew from size evidence, or from a normal size run slowly on a worker normal elsewhere."""
     size_known, rate_known = _known(r.size_ratio), _known(r.rate_ratio) and not r.size_is_rows
     if size_known:
-        what = "input rows (ScatterReader: chunks x largest chunk)" if r.size_is_rows else "items"
+        what = "input rows (ScatterReader: chunks x largest chunk)" if r.size_is_rows else \
+            f"items ({source})" if source else "items"
         lines.append(f"{what} {_count(r.size)} ({r.size_ratio:.1f}x the stage median)"
                      + (f" at {r.rate_ratio:.2f}x the stage median rate" if rate_known else ""))
     else:

@@ -86,8 +86,11 @@ def requeues(ev: Evidence) -> pd.DataFrame:
     """Infra-failed attempts: stage, shard, lost_from, at, claimed_by (the next attempt's worker)."""
     a = ev.attempts
     cols = ["stage", "shard", "lost_from", "at", "claimed_by"]
-    if not len(a):
+    if not len(a) or not (a["kind"] == INFRA).any():
         return pd.DataFrame(columns=cols)
+    # only the shards that lost an attempt (a million healthy attempts need no sort)
+    keys = a.loc[a["kind"] == INFRA, ["stage", "shard"]].drop_duplicates()
+    a = a.merge(keys, on=["stage", "shard"], how="inner")
     a = a.assign(shard=pd.to_numeric(a["shard"], errors="coerce"), attempt=pd.to_numeric(a["attempt"], errors="coerce"),
                  end_ts=pd.to_numeric(a["end_ts"], errors="coerce")).dropna(subset=["shard", "attempt"])
     a = a.sort_values(["stage", "shard", "attempt"], kind="stable")

@@ -168,10 +168,11 @@ def _done_attempts(ev: Evidence) -> pd.DataFrame:
 def _done_shards(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
     """The same rows as `_done_attempts`, from the analysis' shard table (no second pass over the
     attempts; only the attempts that carry user counters are read)."""
-    mine = shards[shards["done"].to_numpy(dtype=bool)]
-    out = pd.DataFrame({"stage": mine["stage"].to_numpy(), "shard": mine["shard"].to_numpy(dtype=float),
-                        "items": mine["items"].to_numpy(dtype=float), "bytes": mine["bytes"].to_numpy(dtype=float),
-                        "elapsed_s": mine["run_s"].to_numpy(dtype=float), "counters": None})
+    done = shards["done"].to_numpy(dtype=bool)
+    out = pd.DataFrame({"stage": shards["stage"].iloc[np.flatnonzero(done)].reset_index(drop=True),
+                        **{col: shards[src].to_numpy(dtype=float)[done] for col, src in
+                           (("shard", "shard"), ("items", "items"), ("bytes", "bytes"), ("elapsed_s", "run_s"))},
+                        "counters": None})
     a = ev.attempts
     if "counters" in a and len(a):
         counted = a[a["counters"].notna() & (a["outcome"] == "done")]
@@ -183,21 +184,23 @@ def _done_shards(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
 
 
 def _stage(name: str, wall: float | None, done: pd.DataFrame, totals: dict, status_items: float | None) -> Stage:
-    per_shard: dict[str, pd.Series] = {}
+    shard = done["shard"].to_numpy(dtype=float)
+    per_shard: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # counter -> (shard ids, values)
     for col, counter in (("items", ITEMS), ("bytes", BYTES)):
-        values = done[col].dropna()
-        if len(values) and values.sum() > 0:
-            per_shard[counter] = pd.Series(values.to_numpy(float), index=done.loc[values.index, "shard"].astype(int))
+        values = done[col].to_numpy(dtype=float)
+        ok = ~np.isnan(values)
+        if ok.any() and values[ok].sum() > 0:
+            per_shard[counter] = (shard[ok], values[ok])
     user: dict[str, dict[int, float]] = {}
     counted = done[done["counters"].notna()] if "counters" in done else done.iloc[:0]
-    for shard, counts in zip(counted["shard"].astype(int), counted["counters"]):
+    for sh, counts in zip(counted["shard"].astype(int), counted["counters"]):
         if isinstance(counts, dict):
             for k, v in counts.items():
                 if _number(v) is not None:
-                    user.setdefault(str(k), {})[shard] = float(v)
+                    user.setdefault(str(k), {})[sh] = float(v)
     for k, values in sorted(user.items()):
-        per_shard[k] = pd.Series(values, dtype=float)
-    counters = {k: _from_shards(k, v, wall, len(done)) for k, v in per_shard.items()}
+        per_shard[k] = (np.array(list(values), dtype=float), np.array(list(values.values()), dtype=float))
+    counters = {k: _from_shards(k, ids, v, wall) for k, (ids, v) in per_shard.items()}
     for counter, key in ((ITEMS, "items"), (BYTES, "bytes")):
         value = _number(totals.get(key))
         if counter not in counters and value is None and counter == ITEMS:
@@ -206,21 +209,24 @@ def _stage(name: str, wall: float | None, done: pd.DataFrame, totals: dict, stat
             counters[counter] = Counter(counter, value, _div(value, wall), None)
     items = counters[ITEMS].total if ITEMS in counters else None
     counters = {k: (c if k == ITEMS else _with_per_item(c, items)) for k, c in counters.items()}
-    rates = (done["items"] / done["elapsed_s"]).replace([np.inf, -np.inf], np.nan).dropna()
-    rates = rates[done.loc[rates.index, "elapsed_s"] > 0]
-    ips = float(done["items"].median()) if done["items"].notna().any() else None
+    n_items, secs = done["items"].to_numpy(dtype=float), done["elapsed_s"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = np.where(secs > 0, n_items / secs, np.nan)
+    rates = rates[np.isfinite(rates)]
+    known = n_items[~np.isnan(n_items)]
     ordered = sorted(counters.values(), key=lambda c: (c.name not in (ITEMS, BYTES), c.name != ITEMS, c.name))
-    return Stage(name, wall, len(done), float(rates.median()) if len(rates) else None, ips, tuple(ordered))
+    return Stage(name, wall, len(done), float(np.median(rates)) if len(rates) else None,
+                 float(np.median(known)) if len(known) else None, tuple(ordered))
 
 
-def _from_shards(name: str, values: pd.Series, wall: float | None, finished: int) -> Counter:
+def _from_shards(name: str, shards: np.ndarray, values: np.ndarray, wall: float | None) -> Counter:
+    if not len(values):
+        return Counter(name, 0.0, _div(0.0, wall), None)
     total = float(values.sum())
-    nonzero = values[values != 0]
-    low = (int(values.idxmin()), float(values.min())) if len(values) else None
-    high = (int(values.idxmax()), float(values.max())) if len(values) else None
-    return Counter(name, total, _div(total, wall), None, shards=len(nonzero),
-                   median=float(values.median()) if len(values) else None,
-                   p99=float(values.quantile(0.99)) if len(values) else None, low=low, high=high)
+    lo, hi = int(np.argmin(values)), int(np.argmax(values))
+    return Counter(name, total, _div(total, wall), None, shards=int(np.count_nonzero(values)),
+                   median=float(np.median(values)), p99=float(np.quantile(values, 0.99)),
+                   low=(int(shards[lo]), float(values[lo])), high=(int(shards[hi]), float(values[hi])))
 
 
 def _with_per_item(c: Counter, items: float | None) -> Counter:

@@ -76,18 +76,30 @@ def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     first = shards["first_start"].to_numpy(dtype=float)
     cap_start, cap_own = np.where(done, start, first), np.where(done, own, now - first)
     capped = cap_start + np.fmin(cap_own, np.where(np.isnan(cut), cap_own, cut))
-    stage = shards["stage"].to_numpy()
-    expected = pd.Series(capped).groupby(stage).transform("max").to_numpy()
-    ends = pd.Series(end)
-    top = ends.groupby(stage).transform("max").to_numpy()
-    second = ends.groupby(stage).transform(lambda e: e.nlargest(2).iloc[-1] if len(e) > 1 else np.nan).to_numpy()
+    stage, names = pd.factorize(shards["stage"])  # integer codes: grouping a million strings is slow
+    expected = _stage_max(stage, len(names), capped)[stage]
+    top = _stage_max(stage, len(names), end)
+    # the latest end among the others: the stage's top end with the one shard holding it left out
+    hit = np.flatnonzero(end == top[stage])
+    first = hit[np.unique(stage[hit], return_index=True)[1]]
+    is_top = np.zeros(len(end), dtype=bool)
+    is_top[first] = True
+    second = _stage_max(stage, len(names), np.where(is_top, np.nan, end))[stage]
+    top = top[stage]
     allowance = cut - shards["stage"].map(stats["median_s"]).astype(float).to_numpy()
     out = shards.assign(own_s=own, outlier=own > cut, end=end, expected_end=expected, allow_s=allowance)
     # A running outlier in a tail holds its stage from its cut on, whatever else still runs.
     past_cut = np.where(running & (own > cut), now - (start + cut), 0.0)
     out["held_s"] = np.fmax(np.clip(np.nan_to_num(end - expected), 0, None), np.nan_to_num(past_cut))
-    out["last_s"] = np.where((end == top) & ~np.isnan(second), np.nan_to_num(end - second), 0.0)
+    out["last_s"] = np.where(is_top & (end == top) & ~np.isnan(second), np.nan_to_num(end - second), 0.0)
     return out
+
+
+def _stage_max(stage: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
+    """Per stage code, the max of `values` ignoring NaN (NaN for a stage with none)."""
+    out = np.full(n, -np.inf)
+    np.fmax.at(out, stage, np.where(np.isnan(values), -np.inf, values))
+    return np.where(np.isinf(out), np.nan, out)
 
 
 def _median(values: pd.Series) -> float:
