@@ -161,7 +161,7 @@ class StatusSeries:
         rows = self.stages.get(row["stage"])
         if rows is None:
             rows = self.stages[row["stage"]] = _StageRows(row["stage"])
-        rows.add(tuple(row.get(c) for c in STATUS_VALUES), self.seen)
+        rows.add(tuple(map(row.get, STATUS_VALUES)), self.seen)
         self.pending = False
 
     def frame(self, columns: list[str]):
@@ -244,6 +244,8 @@ class AttemptRow:
         for key, value in fields.items():
             if key in t.floats and (value is None or isinstance(value, (int, float))):
                 t.floats[key][i] = NAN if value is None else value
+            elif key in t.codes and isinstance(value, str):
+                t.codes[key][i] = t.code(key, value)
             else:
                 self[key] = value
 
@@ -366,19 +368,14 @@ class AttemptTable:
                 out[c] = np.frombuffer(self.floats[c], dtype=float).copy() if n else np.empty(0)
             elif c in self.codes:
                 codes = np.frombuffer(self.codes[c], dtype=np.int32) if n else np.empty(0, np.int32)
-                names = np.array(self.names[c] + [None], dtype=object)
-                out[c] = names[np.where(codes < 0, len(names) - 1, codes)]
-                if c != "stage":
-                    out[c] = np.where(codes < 0, np.nan, out[c]) if (codes < 0).any() else out[c]
+                names = np.array(self.names[c] + [NAN], dtype=object)  # -1: absent
+                out[c] = names[codes]
             elif c in ("shard", "attempt"):
                 out[c] = np.frombuffer(getattr(self, c), dtype=np.int64).copy() if n else np.empty(0, np.int64)
             else:
                 rows = [(i, d[c]) for i, d in self.extra.items() if c in d]
-                if not rows:
-                    out[c] = np.full(n, NAN)
-                    continue
-                v = np.full(n, NAN, dtype=object)
+                numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in rows)
+                out[c] = v = np.full(n, NAN, dtype=float if numbers else object)
                 for i, value in rows:
                     v[i] = value
-                out[c] = pd.Series(v).infer_objects().to_numpy()
-        return pd.DataFrame(out, columns=columns)
+        return pd.DataFrame(out, columns=columns, copy=False)

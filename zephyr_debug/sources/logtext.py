@@ -100,7 +100,11 @@ def grep_hits(path: str) -> Iterator[Hit]:
             for raw in proc.stdout:
                 number, offset, line = raw.split(b":", 2)
                 line = line[:-1] if line[-1:] == b"\n" else line
-                yield _hit(read, int(offset), int(number) - 1, search(line).group(), line)
+                kw = search(line).group()
+                if kw in BLOCK_KEYS:
+                    yield _hit(read, int(offset), int(number) - 1, kw, line)
+                else:
+                    yield int(offset), int(number) - 1, kw, line, None
     except (OSError, ValueError, AttributeError) as exc:
         raise GrepFailed(path) from exc
     if proc.returncode not in (0, 1):
