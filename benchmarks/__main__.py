@@ -38,8 +38,14 @@ def main() -> int:
     for col in ("benchmark", "value", "baseline", "ratio", "target", "meets"):
         table.add_column(col)
     for name, r in results.items():
-        table.add_row(name, f"{_g(r['value'], 4)} {r['unit']}", f"{r['baseline']}: {_g(r['baseline_value'], 4)}",
-                      _g(r["ratio"], 3), str(r["target"]), "yes" if r["meets"] else "NO")
+        table.add_row(
+            name,
+            f"{_g(r['value'], 4)} {r['unit']}",
+            f"{r['baseline']}: {_g(r['baseline_value'], 4)}",
+            _g(r["ratio"], 3),
+            str(r["target"]),
+            "yes" if r["meets"] else "NO",
+        )
     Console().print(table)
     return 0
 

@@ -18,8 +18,13 @@ TARGET = 10_000
 
 
 def _coordinator(tmp: Path, shards: int) -> Coordinator:
-    c = Coordinator("bench-20260101-000000-00000000", [StageSpec("Map", shards)], CoordinatorConfig(),
-                    EventLog(tmp / "events.jsonl"), LineLog(tmp / "coordinator.log", "zephyr.execution"))
+    c = Coordinator(
+        "bench-20260101-000000-00000000",
+        [StageSpec("Map", shards)],
+        CoordinatorConfig(),
+        EventLog(tmp / "events.jsonl"),
+        LineLog(tmp / "coordinator.log", "zephyr.execution"),
+    )
     c.begin()
     return c
 
@@ -53,9 +58,18 @@ def over_http(tmp: Path, shards: int) -> float:
             calls += 1
             if reply["status"] == "run_task":
                 t = reply["task"]
-                http.post(server.url + "/report_result", json={
-                    "worker": "w0", "stage_index": t["stage_index"], "shard": t["shard"], "attempt": t["attempt"],
-                    "elapsed_s": 0.1, "items": 10, "bytes": 100})
+                http.post(
+                    server.url + "/report_result",
+                    json={
+                        "worker": "w0",
+                        "stage_index": t["stage_index"],
+                        "shard": t["shard"],
+                        "attempt": t["attempt"],
+                        "elapsed_s": 0.1,
+                        "items": 10,
+                        "bytes": 100,
+                    },
+                )
                 calls += 1
     finally:
         server.close()
@@ -66,6 +80,14 @@ def run(quick: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         rate = in_process(Path(tmp) / "a", 5_000 if quick else 100_000)
         http_rate = over_http(Path(tmp) / "b", 200 if quick else 2_000)
-    return {"coordinator_calls_per_s": {
-        "value": rate, "unit": "calls/s", "baseline": "same calls over HTTP", "baseline_value": http_rate,
-        "ratio": rate / http_rate, "target": f">= {TARGET} calls/s in-process", "meets": rate >= TARGET}}
+    return {
+        "coordinator_calls_per_s": {
+            "value": rate,
+            "unit": "calls/s",
+            "baseline": "same calls over HTTP",
+            "baseline_value": http_rate,
+            "ratio": rate / http_rate,
+            "target": f">= {TARGET} calls/s in-process",
+            "meets": rate >= TARGET,
+        }
+    }

@@ -71,10 +71,15 @@ def generated(outdir: Path, quick: bool) -> list[tuple[str, set, set]]:
             cases.append((name + " vs itself", set(), _rules(ev, [me])))
             shard_stages = [s.stage for s in me.stages if s.shard_rate]
             if shard_stages:
-                cases.append((name + " x10 slower", {("throughput-drop", s) for s in shard_stages},
-                              _rules(_slower(ev), [me])))
-            stages = [s for s in dict.fromkeys(ev.status["stage"]) if "items" in ev.status
-                      and pd.to_numeric(ev.status.loc[ev.status["stage"] == s, "items"], errors="coerce").notna().sum() > 30]
+                cases.append(
+                    (name + " x10 slower", {("throughput-drop", s) for s in shard_stages}, _rules(_slower(ev), [me]))
+                )
+            stages = [
+                s
+                for s in dict.fromkeys(ev.status["stage"])
+                if "items" in ev.status
+                and pd.to_numeric(ev.status.loc[ev.status["stage"] == s, "items"], errors="coerce").notna().sum() > 30
+            ]
             if stages:
                 cases.append((name + " cliff", {("throughput-cliff", stages[0])}, _rules(_cliff(ev, stages[0]), [])))
     return cases
@@ -84,24 +89,40 @@ def real(root: Path, quick: bool) -> list[tuple[str, set, set]]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from conftest import run_reference
 
-    plan = [("healthy", (), set()), ("healthy", (), set()), ("healthy", (), set()),
-            ("drop-records:0:0.05", ("drop-records:0:0.05",), {("counter-per-item", "stage0-Map")}),
-            ("slow-stage:1:x10", ("slow-stage:1:x10",), {("throughput-drop", "stage1-Map → Write")}),
-            ("kill-worker:1:times=4", ("kill-worker:1:times=4",), {("flapping-worker", "workers-1")})]
+    plan = [
+        ("healthy", (), set()),
+        ("healthy", (), set()),
+        ("healthy", (), set()),
+        ("drop-records:0:0.05", ("drop-records:0:0.05",), {("counter-per-item", "stage0-Map")}),
+        ("slow-stage:1:x10", ("slow-stage:1:x10",), {("throughput-drop", "stage1-Map → Write")}),
+        ("kill-worker:1:times=4", ("kill-worker:1:times=4",), {("flapping-worker", "workers-1")}),
+    ]
     if not quick:
-        plan += [("healthy", (), set()), ("slow-stage:0:x10", ("slow-stage:0:x10",), {("throughput-drop", "stage0-Map")})]
+        plan += [
+            ("healthy", (), set()),
+            ("slow-stage:0:x10", ("slow-stage:0:x10",), {("throughput-drop", "stage0-Map")}),
+        ]
     cases = []
     for name, faults, want in plan:
         r = run_reference(root, faults, workers=3, shards=8)
-        got = {(k, s.rsplit("-p0-", 1)[-1] if k == "flapping-worker" else s)
-               for k, s in _got(analyze(load(str(r.job_dir))).findings)}
+        got = {
+            (k, s.rsplit("-p0-", 1)[-1] if k == "flapping-worker" else s)
+            for k, s in _got(analyze(load(str(r.job_dir))).findings)
+        }
         cases.append((f"reference {name}", want, got))
     return cases
 
 
 def _entry(value, unit: str, target: str, meets: bool) -> dict:
-    return {"value": value, "unit": unit, "baseline": "issue 22 target", "baseline_value": None, "ratio": None,
-            "target": target, "meets": meets}
+    return {
+        "value": value,
+        "unit": unit,
+        "baseline": "issue 22 target",
+        "baseline_value": None,
+        "ratio": None,
+        "target": target,
+        "meets": meets,
+    }
 
 
 def run(quick: bool = False) -> dict:
@@ -117,12 +138,16 @@ def run(quick: bool = False) -> dict:
             print(f"  {name}: expected {sorted(want)}, got {sorted(got)}")
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
-    print(f"counters/churn: {len(cases)} cases, tp {tp} fp {fp} fn {fn}, precision {precision:.2f}, "
-          f"recall {recall:.2f}, {healthy_fp} findings on fault-free cases ({time.time() - t0:.0f} s)")
+    print(
+        f"counters/churn: {len(cases)} cases, tp {tp} fp {fp} fn {fn}, precision {precision:.2f}, "
+        f"recall {recall:.2f}, {healthy_fp} findings on fault-free cases ({time.time() - t0:.0f} s)"
+    )
     n = f"{sum(1 for _, w, _ in cases if w)} faulty of {len(cases)} cases"
-    return {"counters_precision": _entry(round(precision, 3), n, f">= {TARGET}", precision >= TARGET),
-            "counters_recall": _entry(round(recall, 3), n, f">= {TARGET}", recall >= TARGET),
-            "counters_false_findings_healthy": _entry(healthy_fp, "findings on fault-free cases", "0", healthy_fp == 0)}
+    return {
+        "counters_precision": _entry(round(precision, 3), n, f">= {TARGET}", precision >= TARGET),
+        "counters_recall": _entry(round(recall, 3), n, f">= {TARGET}", recall >= TARGET),
+        "counters_false_findings_healthy": _entry(healthy_fp, "findings on fault-free cases", "0", healthy_fp == 0),
+    }
 
 
 if __name__ == "__main__":

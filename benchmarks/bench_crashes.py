@@ -50,8 +50,11 @@ def load_corpus(root: Path = CORPUS) -> tuple[list[Crash], list[str]]:
         crashes += inputs.stream(str(log), stats)
     truth = []
     for crash in crashes:
-        key = str(Path(crash.location).relative_to(root)) if crash.line is None else \
-            f"{Path(crash.source).relative_to(root)}:{crash.line}"
+        key = (
+            str(Path(crash.location).relative_to(root))
+            if crash.line is None
+            else f"{Path(crash.source).relative_to(root)}:{crash.line}"
+        )
         truth.append(labels.get(key, f"<unlabeled {key}>"))
     return crashes, truth
 
@@ -59,13 +62,18 @@ def load_corpus(root: Path = CORPUS) -> tuple[list[Crash], list[str]]:
 def pairwise(groups: list, truth: list[str]) -> dict:
     """Pairwise precision (pairs grouped together that are one bug) and recall (pairs of one bug
     grouped together), from contingency counts."""
+
     def pairs(counts) -> int:
         return sum(n * (n - 1) // 2 for n in counts)
 
     both = pairs(Counter(zip(groups, truth)).values())
     same_group, same_bug = pairs(Counter(groups).values()), pairs(Counter(truth).values())
-    return {"precision": both / same_group if same_group else 1.0, "recall": both / same_bug if same_bug else 1.0,
-            "groups": len(set(groups)), "bugs": len(set(truth))}
+    return {
+        "precision": both / same_group if same_group else 1.0,
+        "recall": both / same_bug if same_bug else 1.0,
+        "groups": len(set(groups)),
+        "bugs": len(set(truth)),
+    }
 
 
 def ours(crashes: list[Crash], fp: Fingerprinter | None = None) -> list[str]:
@@ -138,11 +146,13 @@ def scan_log(copies: int, tmp: Path) -> tuple[float, float, float]:
         for i in range(copies):
             fh.write(src.replace("shard ", f"shard {i}"))
     # VmHWM (this process image's peak RSS): ru_maxrss would carry the forking parent's peak over.
-    script = ("import re, sys, time; from zephyr_debug import cli; log = sys.argv[1]; sys.argv = ['zdebug', "
-              "'crashes', log, '--dedupe', '--json']; t = time.process_time()\nfor _ in open(log, 'rb'): pass\n"
-              "read = time.process_time() - t; t = time.process_time()\ntry: cli.main()\nexcept SystemExit: pass\n"
-              "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
-              "print(read, time.process_time() - t, hwm, file=sys.stderr)")
+    script = (
+        "import re, sys, time; from zephyr_debug import cli; log = sys.argv[1]; sys.argv = ['zdebug', "
+        "'crashes', log, '--dedupe', '--json']; t = time.process_time()\nfor _ in open(log, 'rb'): pass\n"
+        "read = time.process_time() - t; t = time.process_time()\ntry: cli.main()\nexcept SystemExit: pass\n"
+        "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+        "print(read, time.process_time() - t, hwm, file=sys.stderr)"
+    )
     proc = subprocess.run([sys.executable, "-c", script, str(log)], capture_output=True, text=True, check=True)
     read, cpu, rss_kb = proc.stderr.split()[-3:]
     mb = log.stat().st_size / 1e6
@@ -159,8 +169,11 @@ def directory_wall(crashes: list[Crash], tmp: Path, n: int = DIRECTORY_REPORTS) 
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "crashes", str(root), "--dedupe", "--json"],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "zephyr_debug.cli", "crashes", str(root), "--dedupe", "--json"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -178,8 +191,11 @@ def startup_wall() -> float:
 def quality(corpus: tuple[list, list] | None = None) -> dict:
     """Pairwise precision/recall of each grouping on the labelled corpora (`extended_corpus()`)."""
     crashes, truth = corpus or extended_corpus()
-    results = {"ours": pairwise(ours(crashes), truth), "exact": pairwise(exact(crashes), truth),
-               "seed_regex": pairwise(seed_regex(crashes), truth)}
+    results = {
+        "ours": pairwise(ours(crashes), truth),
+        "exact": pairwise(exact(crashes), truth),
+        "seed_regex": pairwise(seed_regex(crashes), truth),
+    }
     drained = drain3(crashes)
     if drained is not None:
         results["drain3"] = pairwise(drained, truth)
@@ -188,9 +204,15 @@ def quality(corpus: tuple[list, list] | None = None) -> dict:
 
 def _row(value, unit, baseline, baseline_value, target, meets, higher_is_better=True) -> dict:
     ratio = (value / baseline_value if higher_is_better else baseline_value / value) if baseline_value else None
-    return {"value": round(value, 4), "unit": unit, "baseline": baseline,
-            "baseline_value": None if baseline_value is None else round(baseline_value, 4),
-            "ratio": None if ratio is None else round(ratio, 2), "target": target, "meets": meets}
+    return {
+        "value": round(value, 4),
+        "unit": unit,
+        "baseline": baseline,
+        "baseline_value": None if baseline_value is None else round(baseline_value, 4),
+        "ratio": None if ratio is None else round(ratio, 2),
+        "target": target,
+        "meets": meets,
+    }
 
 
 def run(quick: bool = False) -> dict:
@@ -210,29 +232,75 @@ def run(quick: bool = False) -> dict:
     base = drain_q or q["seed_regex"]
     base_name = "drain3" if drain_q else "seed regex"
     return {
-        "crashes_precision": _row(ours_q["precision"], "pairwise", base_name, base["precision"],
-                                  f">= {PRECISION_TARGET}", ours_q["precision"] >= PRECISION_TARGET),
-        "crashes_recall": _row(ours_q["recall"], "pairwise", base_name, base["recall"], f">= {RECALL_TARGET}",
-                               ours_q["recall"] >= RECALL_TARGET),
-        "crashes_groups_vs_exact": _row(ours_q["groups"], f"groups ({ours_q['bugs']} true bugs)", "exact-text hash",
-                                        q["exact"]["groups"], "fewer", ours_q["groups"] < q["exact"]["groups"],
-                                        higher_is_better=False),
-        "crashes_groups_vs_seed_regex": _row(ours_q["groups"], f"groups ({ours_q['bugs']} true bugs)", "seed regex",
-                                             q["seed_regex"]["groups"], "fewer",
-                                             ours_q["groups"] < q["seed_regex"]["groups"], higher_is_better=False),
+        "crashes_precision": _row(
+            ours_q["precision"],
+            "pairwise",
+            base_name,
+            base["precision"],
+            f">= {PRECISION_TARGET}",
+            ours_q["precision"] >= PRECISION_TARGET,
+        ),
+        "crashes_recall": _row(
+            ours_q["recall"],
+            "pairwise",
+            base_name,
+            base["recall"],
+            f">= {RECALL_TARGET}",
+            ours_q["recall"] >= RECALL_TARGET,
+        ),
+        "crashes_groups_vs_exact": _row(
+            ours_q["groups"],
+            f"groups ({ours_q['bugs']} true bugs)",
+            "exact-text hash",
+            q["exact"]["groups"],
+            "fewer",
+            ours_q["groups"] < q["exact"]["groups"],
+            higher_is_better=False,
+        ),
+        "crashes_groups_vs_seed_regex": _row(
+            ours_q["groups"],
+            f"groups ({ours_q['bugs']} true bugs)",
+            "seed regex",
+            q["seed_regex"]["groups"],
+            "fewer",
+            ours_q["groups"] < q["seed_regex"]["groups"],
+            higher_is_better=False,
+        ),
         "crashes_log_scan": _row(big_rate, "MB/CPU-s (split + group)", "reading the lines", read_rate, "n/a", True),
-        "crashes_log_peak_rss_10x_input": _row(big_rss, "MB peak RSS", "10x smaller log", small_rss,
-                                               "bounded (< 1.5x for 10x input)", big_rss < 1.5 * small_rss,
-                                               higher_is_better=False),
-        "crashes_fingerprint_throughput_1core": _row(fp_rate, "tracebacks/CPU-s", "drain3" if drain_rate else None,
-                                                     drain_rate, f">= {THROUGHPUT_1CORE_TARGET}",
-                                                     fp_rate >= THROUGHPUT_1CORE_TARGET),
-        "crashes_directory_1000_wall": _row(dir_wall, f"s wall ({DIRECTORY_REPORTS} files, CLI start-up included)",
-                                            "zdebug --help", start_wall, f"< {DIRECTORY_TARGET_S}",
-                                            dir_wall < DIRECTORY_TARGET_S, higher_is_better=False),
-        "crashes_fingerprint_throughput_2cores": _row(two_core_rate, "tracebacks/s (2 processes)",
-                                                      "drain3 (1 core)" if drain_rate else None, drain_rate,
-                                                      f">= {THROUGHPUT_TARGET}", two_core_rate >= THROUGHPUT_TARGET),
+        "crashes_log_peak_rss_10x_input": _row(
+            big_rss,
+            "MB peak RSS",
+            "10x smaller log",
+            small_rss,
+            "bounded (< 1.5x for 10x input)",
+            big_rss < 1.5 * small_rss,
+            higher_is_better=False,
+        ),
+        "crashes_fingerprint_throughput_1core": _row(
+            fp_rate,
+            "tracebacks/CPU-s",
+            "drain3" if drain_rate else None,
+            drain_rate,
+            f">= {THROUGHPUT_1CORE_TARGET}",
+            fp_rate >= THROUGHPUT_1CORE_TARGET,
+        ),
+        "crashes_directory_1000_wall": _row(
+            dir_wall,
+            f"s wall ({DIRECTORY_REPORTS} files, CLI start-up included)",
+            "zdebug --help",
+            start_wall,
+            f"< {DIRECTORY_TARGET_S}",
+            dir_wall < DIRECTORY_TARGET_S,
+            higher_is_better=False,
+        ),
+        "crashes_fingerprint_throughput_2cores": _row(
+            two_core_rate,
+            "tracebacks/s (2 processes)",
+            "drain3 (1 core)" if drain_rate else None,
+            drain_rate,
+            f">= {THROUGHPUT_TARGET}",
+            two_core_rate >= THROUGHPUT_TARGET,
+        ),
     }
 
 

@@ -31,8 +31,16 @@ def measure(outdir: Path, quick: bool = False) -> list[dict]:
         for job in generate(outdir, sc):
             truth = json.loads((job / "truth.json").read_text(encoding="utf-8"))
             s, secs, n = score_dir(job)
-            rows.append({"scenario": sc.name, "variant": truth["variant"], "healthy": truth["healthy"],
-                         "score": s, "secs": secs, "findings": n})
+            rows.append(
+                {
+                    "scenario": sc.name,
+                    "variant": truth["variant"],
+                    "healthy": truth["healthy"],
+                    "score": s,
+                    "secs": secs,
+                    "findings": n,
+                }
+            )
     return rows
 
 
@@ -43,14 +51,28 @@ def _table(rows: list[dict]) -> Table:
     for name in dict.fromkeys(r["scenario"] for r in rows):
         mine = [r for r in rows if r["scenario"] == name]
         s = sum((r["score"] for r in mine), Score())
-        table.add_row(name, str(s.tp), str(s.fp), str(s.fn), f"{s.precision:.2f}", f"{s.recall:.2f}",
-                      f"{sum(r['secs'] for r in mine) / len(mine):.2f}")
+        table.add_row(
+            name,
+            str(s.tp),
+            str(s.fp),
+            str(s.fn),
+            f"{s.precision:.2f}",
+            f"{s.recall:.2f}",
+            f"{sum(r['secs'] for r in mine) / len(mine):.2f}",
+        )
     return table
 
 
 def _entry(value: float, unit: str, target: str, meets: bool) -> dict:
-    return {"value": value, "unit": unit, "baseline": "issue 15 target", "baseline_value": None, "ratio": None,
-            "target": target, "meets": meets}
+    return {
+        "value": value,
+        "unit": unit,
+        "baseline": "issue 15 target",
+        "baseline_value": None,
+        "ratio": None,
+        "target": target,
+        "meets": meets,
+    }
 
 
 def run(quick: bool = False) -> dict:
@@ -62,11 +84,20 @@ def run(quick: bool = False) -> dict:
     false_healthy = sum(r["score"].fp for r in healthy)
     secs = sum(r["secs"] for r in rows) / len(rows)
     return {
-        "diagnosis_false_findings_healthy": _entry(false_healthy, f"findings on {len(healthy)} healthy jobs", "0",
-                                                   false_healthy == 0),
-        "diagnosis_precision": _entry(round(faulty.precision, 3), f"(shard, cause) on {len(rows) - len(healthy)} "
-                                      "faulty jobs", f">= {TARGET}", faulty.precision >= TARGET),
-        "diagnosis_recall": _entry(round(faulty.recall, 3), f"(shard, cause) on {len(rows) - len(healthy)} faulty jobs",
-                                   f">= {TARGET}", faulty.recall >= TARGET),
+        "diagnosis_false_findings_healthy": _entry(
+            false_healthy, f"findings on {len(healthy)} healthy jobs", "0", false_healthy == 0
+        ),
+        "diagnosis_precision": _entry(
+            round(faulty.precision, 3),
+            f"(shard, cause) on {len(rows) - len(healthy)} faulty jobs",
+            f">= {TARGET}",
+            faulty.precision >= TARGET,
+        ),
+        "diagnosis_recall": _entry(
+            round(faulty.recall, 3),
+            f"(shard, cause) on {len(rows) - len(healthy)} faulty jobs",
+            f">= {TARGET}",
+            faulty.recall >= TARGET,
+        ),
         "diagnosis_seconds_per_job": _entry(round(secs, 3), "s per job (load + analyze)", "report only", True),
     }

@@ -36,8 +36,14 @@ def measure(outdir: Path, quick: bool = False) -> list[dict]:
             continue
         for job in generate(outdir, sc):
             truth = json.loads((job / "truth.json").read_text(encoding="utf-8"))
-            rows.append({"scenario": sc.name, "variant": truth["variant"], "expected": set(truth["known"]),
-                         "found": known_of(job)})
+            rows.append(
+                {
+                    "scenario": sc.name,
+                    "variant": truth["variant"],
+                    "expected": set(truth["known"]),
+                    "found": known_of(job),
+                }
+            )
     return rows
 
 
@@ -57,8 +63,14 @@ def _table(modes: dict[str, tuple[int, int, int]], jobs: int) -> Table:
     for col in ("mode", "tp", "fp", "fn", "prec", "recall"):
         table.add_column(col, justify="left" if col == "mode" else "right")
     for known, (tp, fp, fn) in modes.items():
-        table.add_row(known, str(tp), str(fp), str(fn), f"{tp / (tp + fp) if tp + fp else 1:.2f}",
-                      f"{tp / (tp + fn) if tp + fn else 1:.2f}")
+        table.add_row(
+            known,
+            str(tp),
+            str(fp),
+            str(fn),
+            f"{tp / (tp + fp) if tp + fp else 1:.2f}",
+            f"{tp / (tp + fn) if tp + fn else 1:.2f}",
+        )
     return table
 
 
@@ -70,11 +82,22 @@ def run(quick: bool = False) -> dict:
     fp = sum(m[1] for m in modes.values())
     missed = [k for k, (tp, _, fn) in modes.items() if fn or not tp]
     return {
-        "known_false_matches": {"value": fp, "unit": f"false known-mode matches on {len(rows)} jobs",
-                                "baseline": "issue 17 target", "baseline_value": None, "ratio": None,
-                                "target": "0", "meets": fp == 0},
-        "known_modes_recalled": {"value": len(KNOWN_IDS) - len(missed), "unit": f"of {len(KNOWN_IDS)} modes "
-                                 "found in every variant that shows them", "baseline": "issue 17 target",
-                                 "baseline_value": None, "ratio": None, "target": str(len(KNOWN_IDS)),
-                                 "meets": not missed},
+        "known_false_matches": {
+            "value": fp,
+            "unit": f"false known-mode matches on {len(rows)} jobs",
+            "baseline": "issue 17 target",
+            "baseline_value": None,
+            "ratio": None,
+            "target": "0",
+            "meets": fp == 0,
+        },
+        "known_modes_recalled": {
+            "value": len(KNOWN_IDS) - len(missed),
+            "unit": f"of {len(KNOWN_IDS)} modes found in every variant that shows them",
+            "baseline": "issue 17 target",
+            "baseline_value": None,
+            "ratio": None,
+            "target": str(len(KNOWN_IDS)),
+            "meets": not missed,
+        },
     }

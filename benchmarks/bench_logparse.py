@@ -71,32 +71,45 @@ def generate(path: Path, size: int, seed: int = 7) -> dict:
             if tick % 360 == 180:  # every 30 min the holder of the stuck shard dies
                 w = _worker(rnd.randrange(ALIVE))
                 n = expected["requeues"] + 1
-                lines.append(_prefix(ts, form, "WARNING")
-                             + f"Zephyr worker {w} failed to heartbeat within timeout (121.3s)")
-                lines.append(_prefix(ts, form, "WARNING") + f"Shard {STUCK} requeued from worker {w} due to infra "
-                             f"failure (preemption/heartbeat). Total generation: {n + 1}, task errors so far: 0/3, "
-                             f"infra-while-in-flight: {n}/20.")
+                lines.append(
+                    _prefix(ts, form, "WARNING") + f"Zephyr worker {w} failed to heartbeat within timeout (121.3s)"
+                )
+                lines.append(
+                    _prefix(ts, form, "WARNING") + f"Shard {STUCK} requeued from worker {w} due to infra "
+                    f"failure (preemption/heartbeat). Total generation: {n + 1}, task errors so far: 0/3, "
+                    f"infra-while-in-flight: {n}/20."
+                )
                 expected["requeues"] = n
-            lines.append(p + f"[{EXEC}] [{STAGE}] {completed}/{SHARDS} complete, {1 if completed < SHARDS else 0} "
-                         f"in-flight, {max(SHARDS - completed - 1, 0)} queued, {ALIVE}/{WORKERS} workers alive, "
-                         f"{WORKERS - ALIVE} dead; items=1.09M (25.2/s), bytes_processed=3.41 GiB (82.1 KiB/s)")
+            lines.append(
+                p + f"[{EXEC}] [{STAGE}] {completed}/{SHARDS} complete, {1 if completed < SHARDS else 0} "
+                f"in-flight, {max(SHARDS - completed - 1, 0)} queued, {ALIVE}/{WORKERS} workers alive, "
+                f"{WORKERS - ALIVE} dead; items=1.09M (25.2/s), bytes_processed=3.41 GiB (82.1 KiB/s)"
+            )
             expected["status"] += 1
             if expected["requeues"]:
-                lines.append(_prefix(ts, form, "WARNING") + f"[{EXEC}] Shards retried (attempts: shard count): "
-                             f"{{{expected['requeues']}: 1}}")
+                lines.append(
+                    _prefix(ts, form, "WARNING") + f"[{EXEC}] Shards retried (attempts: shard count): "
+                    f"{{{expected['requeues']}: 1}}"
+                )
             text = "\n".join(lines) + "\n"
             out.write(text)
             budget = (size - out.tell()) / max(ticks - tick, 1)
             spam = max(int(budget / spam_line_bytes), 0)
             if spam:
                 wp = _prefix(ts, form, "WARNING")
-                out.write("".join(f"{wp}[{_worker(rnd.randrange(WORKERS))}] Waiting for coordinator pull_task "
-                                  f"response ({rnd.randrange(10, 300)}s)\n" for _ in range(spam)))
+                out.write(
+                    "".join(
+                        f"{wp}[{_worker(rnd.randrange(WORKERS))}] Waiting for coordinator pull_task "
+                        f"response ({rnd.randrange(10, 300)}s)\n"
+                        for _ in range(spam)
+                    )
+                )
     return expected
 
 
 def _timed(fn) -> tuple[float, float, object]:
     """(wall seconds, CPU seconds of this process and its finished children, result)."""
+
     def cpu() -> float:
         own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
@@ -109,23 +122,41 @@ def _timed(fn) -> tuple[float, float, object]:
 def measure(path: Path) -> dict:
     """Best of a few runs each: grep, the timeline rebuild (default path: grep -F for the event
     lines), and the pure-Python scan in one process (the fallback without grep)."""
-    grep = lambda: int(subprocess.run(["grep", "-c", "complete, ", str(path)], capture_output=True,  # noqa: E731
-                                      text=True, check=True).stdout)
+    grep = lambda: int(
+        subprocess.run(
+            ["grep", "-c", "complete, ", str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     _timed(grep)  # page cache warm-up
     grep_runs = [_timed(grep) for _ in range(3)]
     parse_runs = [_timed(lambda: logtext.load([path], path.stem)) for _ in range(2)]
     one_runs = [_timed(lambda: logtext.scan_range(str(path), 0, path.stat().st_size)) for _ in range(2)]
-    return {"bytes": path.stat().st_size, "grep_s": min(r[0] for r in grep_runs),
-            "grep_cpu_s": min(r[1] for r in grep_runs), "grep_count": grep_runs[0][2],
-            "parse_s": min(r[0] for r in parse_runs), "scan_cpu_s": min(r[1] for r in one_runs),
-            "evidence": parse_runs[0][2]}
+    return {
+        "bytes": path.stat().st_size,
+        "grep_s": min(r[0] for r in grep_runs),
+        "grep_cpu_s": min(r[1] for r in grep_runs),
+        "grep_count": grep_runs[0][2],
+        "parse_s": min(r[0] for r in parse_runs),
+        "scan_cpu_s": min(r[1] for r in one_runs),
+        "evidence": parse_runs[0][2],
+    }
 
 
 def _entry(value: float, baseline: float, unit: str) -> dict:
     value, baseline = round(value, 1), round(baseline, 1)
     ratio = round(value / baseline, 6)
-    return {"value": value, "unit": unit, "baseline": "grep -c 'complete, '", "baseline_value": baseline,
-            "ratio": ratio, "target": f">= {TARGET}", "meets": ratio >= TARGET}
+    return {
+        "value": value,
+        "unit": unit,
+        "baseline": "grep -c 'complete, '",
+        "baseline_value": baseline,
+        "ratio": ratio,
+        "target": f">= {TARGET}",
+        "meets": ratio >= TARGET,
+    }
 
 
 def run(quick: bool = False) -> dict:
@@ -137,10 +168,14 @@ def run(quick: bool = False) -> dict:
     size, rows = r["bytes"], len(r["evidence"].status)
     return {
         "logparse_timeline_throughput": _entry(
-            size / r["parse_s"] / 1e6, size / r["grep_s"] / 1e6,
-            f"MB/s wall ({size >> 20} MiB log, {rows} status rows; grep -F finds the event lines)"),
+            size / r["parse_s"] / 1e6,
+            size / r["grep_s"] / 1e6,
+            f"MB/s wall ({size >> 20} MiB log, {rows} status rows; grep -F finds the event lines)",
+        ),
         "logparse_scan_cpu_throughput": _entry(
-            size / r["scan_cpu_s"] / 1e6, size / r["grep_cpu_s"] / 1e6,
+            size / r["scan_cpu_s"] / 1e6,
+            size / r["grep_cpu_s"] / 1e6,
             "MB/s per CPU second of the pure-Python scan, the fallback without grep (one process; "
-            "grep's CPU time as baseline)"),
+            "grep's CPU time as baseline)",
+        ),
     }

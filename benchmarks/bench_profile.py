@@ -50,9 +50,14 @@ def _window(job: Job, worker: str, seconds: float) -> tuple[float, int, float]:
 def run(quick: bool = False) -> dict:
     rounds, window = (1, 2) if quick else (9, 3)
     work = {"rows": 10**9, "chunk_rows": 500, "chunk_seconds": 0.0}  # ~100 chunks a window
-    config = JobConfig(workers=1, runner="inline", stages=[StageSpec("Map", 1, work)], root=Path(tempfile.mkdtemp()),
-                       coordinator=CoordinatorConfig(heartbeat_interval=0.1, heartbeat_timeout=10.0,
-                                                     status_interval=1.0), deadline_s=600)
+    config = JobConfig(
+        workers=1,
+        runner="inline",
+        stages=[StageSpec("Map", 1, work)],
+        root=Path(tempfile.mkdtemp()),
+        coordinator=CoordinatorConfig(heartbeat_interval=0.1, heartbeat_timeout=10.0, status_interval=1.0),
+        deadline_s=600,
+    )
     job = Job(config).start()
     threading.Thread(target=job.wait, daemon=True).start()
     modes = ["blocking", "nonblocking", "control"] * rounds
@@ -64,9 +69,11 @@ def run(quick: bool = False) -> dict:
         worker, info = next(iter(fetch(job.url, "/workers").items()))
         for mode in modes:  # unsampled and sampled windows alternate: off, B, off, N, off, C, ..., off
             off.append(_window(job, worker, window))
-            spy = threading.Thread(target=pyspy.record, args=(info["pid"], config.root / f"{mode}.speedscope.json"),
-                                   kwargs={"duration_s": window + 2, "rate": RATE_HZ,
-                                           "nonblocking": mode == "nonblocking"})
+            spy = threading.Thread(
+                target=pyspy.record,
+                args=(info["pid"], config.root / f"{mode}.speedscope.json"),
+                kwargs={"duration_s": window + 2, "rate": RATE_HZ, "nonblocking": mode == "nonblocking"},
+            )
             before = _children_cpu()
             if mode != "control":  # control: the same window unsampled, the machine's own noise
                 spy.start()
@@ -84,8 +91,8 @@ def run(quick: bool = False) -> dict:
     ratios = {mode: [] for mode in modes}
     cpu_ratios = {mode: [] for mode in modes}
     for i, (mode, (dt, n, cpu)) in enumerate(zip(modes, sampled)):
-        ratios[mode].append((n / dt) / statistics.mean(rate_off[i:i + 2]))
-        cpu_ratios[mode].append((n / cpu) / statistics.mean(per_cpu_off[i:i + 2]))
+        ratios[mode].append((n / dt) / statistics.mean(rate_off[i : i + 2]))
+        cpu_ratios[mode].append((n / cpu) / statistics.mean(per_cpu_off[i : i + 2]))
     control = statistics.median(ratios["control"])
     out = {}
     for mode, flag in (("blocking", " --blocking"), ("nonblocking", "")):
@@ -93,17 +100,25 @@ def run(quick: bool = False) -> dict:
         ratio = statistics.median(ratios[mode]) / control
         overhead = (1 - ratio) * 100
         out[f"profile_overhead_100hz_{mode}"] = {
-            "value": round(overhead, 2), "unit": f"% slower while sampled (zdebug profile{flag}) than in unsampled "
-                                                 f"control windows, medians of {rounds}; vs the windows between: "
-                                                 f"{(1 - statistics.median(ratios[mode])) * 100:+.2f} %, control "
-                                                 f"{(1 - control) * 100:+.2f} %",
+            "value": round(overhead, 2),
+            "unit": f"% slower while sampled (zdebug profile{flag}) than in unsampled "
+            f"control windows, medians of {rounds}; vs the windows between: "
+            f"{(1 - statistics.median(ratios[mode])) * 100:+.2f} %, control "
+            f"{(1 - control) * 100:+.2f} %",
             "baseline": "same worker, unsampled control windows (items/s)",
-            "baseline_value": round(statistics.median(n / dt for m, (dt, n, _) in zip(modes, sampled) if m == "control"), 1),
-            "ratio": round(ratio, 4), "target": f"< {TARGET_PCT:g} %", "meets": overhead < TARGET_PCT,
-            "ratios": [round(r, 3) for r in ratios[mode]], "control_ratios": [round(r, 3) for r in ratios["control"]],
+            "baseline_value": round(
+                statistics.median(n / dt for m, (dt, n, _) in zip(modes, sampled) if m == "control"), 1
+            ),
+            "ratio": round(ratio, 4),
+            "target": f"< {TARGET_PCT:g} %",
+            "meets": overhead < TARGET_PCT,
+            "ratios": [round(r, 3) for r in ratios[mode]],
+            "control_ratios": [round(r, 3) for r in ratios["control"]],
             "items_per_cpu_second_ratio": round(statistics.median(cpu_ratios[mode]), 4),
             "pyspy_cpu_share": round(statistics.median(spy_cpu[mode]), 4),
-            "loadavg_1m": round(os.getloadavg()[0], 1), "cpus": os.cpu_count()}
+            "loadavg_1m": round(os.getloadavg()[0], 1),
+            "cpus": os.cpu_count(),
+        }
     return out
 
 

@@ -32,8 +32,11 @@ def run(quick: bool = False) -> dict:
     rounds = 3 if quick else 15
     home = tempfile.mkdtemp(prefix="zdebug-bench-home-")
     env = {**os.environ, "ZDEBUG_HOME": home}
-    cmds = {"baseline": [sys.executable, "-c", "import typer, rich"],
-            "help": [*_zdebug(), "--help"], "jobs": [*_zdebug(), "jobs"]}
+    cmds = {
+        "baseline": [sys.executable, "-c", "import typer, rich"],
+        "help": [*_zdebug(), "--help"],
+        "jobs": [*_zdebug(), "jobs"],
+    }
     times: dict[str, list[float]] = {name: [] for name in cmds}
     try:
         for cmd in cmds.values():  # warm the page cache once
@@ -47,9 +50,15 @@ def run(quick: bool = False) -> dict:
     out = {}
     for name in ("help", "jobs"):
         value = statistics.median(times[name])
-        out[f"startup_{name}"] = {"value": value, "unit": "s", "baseline": "import typer, rich",
-                                  "baseline_value": base, "ratio": value / base, "target": f"<= {TARGET:g}x",
-                                  "meets": value / base <= TARGET}
+        out[f"startup_{name}"] = {
+            "value": value,
+            "unit": "s",
+            "baseline": "import typer, rich",
+            "baseline_value": base,
+            "ratio": value / base,
+            "target": f"<= {TARGET:g}x",
+            "meets": value / base <= TARGET,
+        }
     return out
 
 

@@ -44,42 +44,87 @@ def build(shards: int = 1_000_000, workers: int = 10_000, stages: int = 10, seed
     start[hung] = now - 600.0  # ... except the hung ones
     names = np.array([f"zephyr-bench-p0-workers-{i}" for i in range(workers)], dtype=object)
     stage_names = np.array([f"stage{i}-Map" for i in range(stages)], dtype=object)
-    attempts = pd.DataFrame({
-        "stage": stage_names[stage_idx], "shard": shard, "attempt": 0, "worker": names[worker],
-        "start_ts": start, "end_ts": np.where(running, np.nan, start + secs),
-        "outcome": np.where(running, "running", "done").astype(object), "kind": None,
-        "elapsed_s": np.where(running, np.nan, secs), "items": np.where(running, np.nan, items),
-        "bytes": np.where(running, np.nan, items * 200), "error": None, "crash_file": None,
-        "peak_rss_bytes": np.full(len(shard), np.nan), "returncode": np.full(len(shard), np.nan)},  # float, as loaded
-        columns=ATTEMPT_COLUMNS)
+    attempts = pd.DataFrame(
+        {
+            "stage": stage_names[stage_idx],
+            "shard": shard,
+            "attempt": 0,
+            "worker": names[worker],
+            "start_ts": start,
+            "end_ts": np.where(running, np.nan, start + secs),
+            "outcome": np.where(running, "running", "done").astype(object),
+            "kind": None,
+            "elapsed_s": np.where(running, np.nan, secs),
+            "items": np.where(running, np.nan, items),
+            "bytes": np.where(running, np.nan, items * 200),
+            "error": None,
+            "crash_file": None,
+            "peak_rss_bytes": np.full(len(shard), np.nan),
+            "returncode": np.full(len(shard), np.nan),
+        },  # float, as loaded
+        columns=ATTEMPT_COLUMNS,
+    )
     # The last 20 heartbeats of each in-flight shard; the hung ones' counters stand still.
     run_idx = np.flatnonzero(running)
     k = np.arange(20)
     ts = now - (19 - k) * HB + np.zeros((len(run_idx), 1))
     counted = np.where(hung[run_idx][:, None], 5, np.maximum(ts - start[run_idx][:, None], 0) // HB)
-    samples = pd.DataFrame({
-        "ts": ts.ravel(), "worker": np.repeat(names[worker[run_idx]], 20),
-        "stage": np.repeat(stage_names[stage_idx[run_idx]], 20), "shard": np.repeat(shard[run_idx], 20),
-        "items": (counted * 500).ravel(), "bytes": (counted * 100_000).ravel(), "rss_bytes": 500e6,
-        "rss_peak_bytes": 600e6, "cpu_pct": 80.0, "disk_bytes": 1e9}, columns=SAMPLE_COLUMNS)
+    samples = pd.DataFrame(
+        {
+            "ts": ts.ravel(),
+            "worker": np.repeat(names[worker[run_idx]], 20),
+            "stage": np.repeat(stage_names[stage_idx[run_idx]], 20),
+            "shard": np.repeat(shard[run_idx], 20),
+            "items": (counted * 500).ravel(),
+            "bytes": (counted * 100_000).ravel(),
+            "rss_bytes": 500e6,
+            "rss_peak_bytes": 600e6,
+            "cpu_pct": 80.0,
+            "disk_bytes": 1e9,
+        },
+        columns=SAMPLE_COLUMNS,
+    )
     held = pd.Series(shard[run_idx], index=worker[run_idx]).groupby(level=0).last()
-    fleet = pd.DataFrame({
-        "worker": names, "state": "active", "last_seen_ago": rng.uniform(0, 5, workers), "pid": np.arange(workers),
-        "memory_mb": rng.normal(2000, 100, workers), "memory_peak_mb": rng.normal(2500, 100, workers),
-        "disk_mb": rng.normal(10_000, 500, workers), "cpu": rng.normal(80, 5, workers),
-        "shard": pd.Series(held).reindex(np.arange(workers)).to_numpy()}, columns=WORKER_COLUMNS)
-    ev = Evidence(job="bench", source="synthetic", now=now, state="running", attempts=attempts, samples=samples,
-                  workers=fleet, config={"heartbeat_interval": HB, "heartbeat_timeout": 120.0},
-                  stages=[StageInfo(stage_names[i], i, per_stage, start_ts=i * 1000.0,
-                                    end_ts=None if i == stages - 1 else i * 1000.0 + 900) for i in range(stages)])
+    fleet = pd.DataFrame(
+        {
+            "worker": names,
+            "state": "active",
+            "last_seen_ago": rng.uniform(0, 5, workers),
+            "pid": np.arange(workers),
+            "memory_mb": rng.normal(2000, 100, workers),
+            "memory_peak_mb": rng.normal(2500, 100, workers),
+            "disk_mb": rng.normal(10_000, 500, workers),
+            "cpu": rng.normal(80, 5, workers),
+            "shard": pd.Series(held).reindex(np.arange(workers)).to_numpy(),
+        },
+        columns=WORKER_COLUMNS,
+    )
+    ev = Evidence(
+        job="bench",
+        source="synthetic",
+        now=now,
+        state="running",
+        attempts=attempts,
+        samples=samples,
+        workers=fleet,
+        config={"heartbeat_interval": HB, "heartbeat_timeout": 120.0},
+        stages=[
+            StageInfo(
+                stage_names[i], i, per_stage, start_ts=i * 1000.0, end_ts=None if i == stages - 1 else i * 1000.0 + 900
+            )
+            for i in range(stages)
+        ],
+    )
     key = list(zip(attempts["stage"], attempts["shard"]))
     # A straggler held its stage: it ended after every shard untouched by a fault (+ a heartbeat).
     end = start + secs
     natural = pd.Series(np.where(skew | slow | running, -np.inf, end)).groupby(stage_idx).transform("max").to_numpy()
     late = ~running & (end > natural + HB)
-    truth = {"data-skew": {key[i] for i in np.flatnonzero(skew & late)},
-             "slow-worker": {key[i] for i in np.flatnonzero(slow & late & ~skew)},
-             "stuck": {key[i] for i in np.flatnonzero(hung)}}
+    truth = {
+        "data-skew": {key[i] for i in np.flatnonzero(skew & late)},
+        "slow-worker": {key[i] for i in np.flatnonzero(slow & late & ~skew)},
+        "stuck": {key[i] for i in np.flatnonzero(hung)},
+    }
     return ev, truth
 
 
@@ -111,16 +156,26 @@ def run(quick: bool = False) -> dict:
     n = len(ev.attempts)
     return {
         "stragglers_analysis_1m_s": {
-            "value": round(value_s, 4), "unit": f"s wall, {cpu_s:.3f} s CPU ({n:,} attempts, "
-                                                  f"{len(ev.workers):,} workers, {len(ev.samples):,} samples)",
-            "baseline": "one groupby-median over the attempts", "baseline_value": round(baseline_s, 4),
-            "ratio": round(value_s / baseline_s, 2), "target": f"< {TARGET_S} s", "meets": value_s < TARGET_S},
+            "value": round(value_s, 4),
+            "unit": f"s wall, {cpu_s:.3f} s CPU ({n:,} attempts, "
+            f"{len(ev.workers):,} workers, {len(ev.samples):,} samples)",
+            "baseline": "one groupby-median over the attempts",
+            "baseline_value": round(baseline_s, 4),
+            "ratio": round(value_s / baseline_s, 2),
+            "target": f"< {TARGET_S} s",
+            "meets": value_s < TARGET_S,
+        },
         "stragglers_cause_accuracy": {
-            "value": round(min(recall.values()), 4), "unit": "min recall over causes "
-                     + ", ".join(f"{c} {r:.3f}" for c, r in recall.items()) + f"; precision {precision:.3f}",
-            "baseline": "injected stragglers", "baseline_value": float(len(injected)),
-            "ratio": round(min(recall.values()), 4), "target": ">= 0.95 recall, >= 0.95 precision",
-            "meets": min(recall.values()) >= 0.95 and precision >= 0.95},
+            "value": round(min(recall.values()), 4),
+            "unit": "min recall over causes "
+            + ", ".join(f"{c} {r:.3f}" for c, r in recall.items())
+            + f"; precision {precision:.3f}",
+            "baseline": "injected stragglers",
+            "baseline_value": float(len(injected)),
+            "ratio": round(min(recall.values()), 4),
+            "target": ">= 0.95 recall, >= 0.95 precision",
+            "meets": min(recall.values()) >= 0.95 and precision >= 0.95,
+        },
     }
 
 

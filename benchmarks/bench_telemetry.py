@@ -34,8 +34,13 @@ class _JobLevelOnly(CoordinatorCollector):
 
 
 def _busy_coordinator(root: Path, shards: int, workers: int) -> Coordinator:
-    c = Coordinator("bench-20261203-000000-abcdef12", [StageSpec("Map", shards)], CoordinatorConfig(),
-                    EventLog(root / "events.jsonl"), LineLog(root / "coordinator.log", "zephyr.execution"))
+    c = Coordinator(
+        "bench-20261203-000000-abcdef12",
+        [StageSpec("Map", shards)],
+        CoordinatorConfig(),
+        EventLog(root / "events.jsonl"),
+        LineLog(root / "coordinator.log", "zephyr.execution"),
+    )
     c.begin()
     sample = {"rss_bytes": 1 << 28, "rss_peak_bytes": 1 << 29, "cpu_pct": 97.0, "disk_bytes": 1 << 30}
     ids = [f"zephyr-abcdef12-p0-workers-{i}" for i in range(workers)]
@@ -66,10 +71,17 @@ def _scrape(quick: bool) -> dict:
         c = _busy_coordinator(Path(tmp), shards, workers)
         ours, size = _ms_per_scrape(CoordinatorCollector(c), 3 if quick else 5)
         base, _ = _ms_per_scrape(_JobLevelOnly(c), 3 if quick else 5)
-    return {f"metrics_scrape_{shards}_shards": {
-        "value": round(ours, 1), "unit": f"ms/scrape ({size / 1e6:.2f} MB)", "baseline": "job-level series only",
-        "baseline_value": round(base, 1), "ratio": round(ours / base, 1), "target": f"< {SCRAPE_TARGET_MS:.0f} ms",
-        "meets": ours < SCRAPE_TARGET_MS}}
+    return {
+        f"metrics_scrape_{shards}_shards": {
+            "value": round(ours, 1),
+            "unit": f"ms/scrape ({size / 1e6:.2f} MB)",
+            "baseline": "job-level series only",
+            "baseline_value": round(base, 1),
+            "ratio": round(ours / base, 1),
+            "target": f"< {SCRAPE_TARGET_MS:.0f} ms",
+            "meets": ours < SCRAPE_TARGET_MS,
+        }
+    }
 
 
 def _source_load() -> dict:
@@ -80,10 +92,15 @@ def _source_load() -> dict:
         return {}
     with tempfile.TemporaryDirectory() as tmp, LocalPrometheus(Path(tmp) / "prom", scrape_interval="500ms") as prom:
         stages = [StageSpec("Map", 16, {"rows": 4000, "chunk_rows": 400, "chunk_seconds": 0.05})]
-        config = JobConfig(workers=4, runner="inline", stages=stages, root=Path(tmp) / "jobs", linger_s=1.5,
-                           faults=[parse_fault("exception:2")],
-                           coordinator=CoordinatorConfig(heartbeat_interval=0.5, heartbeat_timeout=5.0,
-                                                         status_interval=0.5))
+        config = JobConfig(
+            workers=4,
+            runner="inline",
+            stages=stages,
+            root=Path(tmp) / "jobs",
+            linger_s=1.5,
+            faults=[parse_fault("exception:2")],
+            coordinator=CoordinatorConfig(heartbeat_interval=0.5, heartbeat_timeout=5.0, status_interval=0.5),
+        )
         job = Job(config).serve()
         prom.add_target(job.url)
         prom.wait_scraped(job.url)
@@ -91,16 +108,25 @@ def _source_load() -> dict:
         job.wait()
         time.sleep(1.0)
         timed = {}
-        for name, target in (("prometheus", prometheus.target(prom.url, job.execution_id)),
-                             ("jobdir", str(job.job_dir))):
+        for name, target in (
+            ("prometheus", prometheus.target(prom.url, job.execution_id)),
+            ("jobdir", str(job.job_dir)),
+        ):
             start = time.perf_counter()
             for _ in range(3):
                 load(target)
             timed[name] = (time.perf_counter() - start) / 3 * 1000
-    return {"prometheus_source_load": {
-        "value": round(timed["prometheus"], 1), "unit": "ms/load (16-shard run)", "baseline": "job dir load",
-        "baseline_value": round(timed["jobdir"], 1), "ratio": round(timed["prometheus"] / timed["jobdir"], 1),
-        "target": "< 2000 ms", "meets": timed["prometheus"] < 2000}}
+    return {
+        "prometheus_source_load": {
+            "value": round(timed["prometheus"], 1),
+            "unit": "ms/load (16-shard run)",
+            "baseline": "job dir load",
+            "baseline_value": round(timed["jobdir"], 1),
+            "ratio": round(timed["prometheus"] / timed["jobdir"], 1),
+            "target": "< 2000 ms",
+            "meets": timed["prometheus"] < 2000,
+        }
+    }
 
 
 def run(quick: bool = False) -> dict:

@@ -50,12 +50,17 @@ def score(truth: dict, findings) -> Score:
         for shard in shards:
             for cause in f.causes or (f.kind,):
                 got.add((f.stage, int(shard), cause))
-    s = Score(len(got & expected) + len(job_got & job_expected), len(got - expected) + len(job_got - job_expected),
-              len(expected - got) + len(job_expected - job_got))
-    s.details = ([f"fp {t}" for t in sorted(got - expected, key=str)]
-                 + [f"fp job {k}" for k in sorted(job_got - job_expected)]
-                 + [f"fn {t}" for t in sorted(expected - got, key=str)]
-                 + [f"fn job {k}" for k in sorted(job_expected - job_got)])
+    s = Score(
+        len(got & expected) + len(job_got & job_expected),
+        len(got - expected) + len(job_got - job_expected),
+        len(expected - got) + len(job_expected - job_got),
+    )
+    s.details = (
+        [f"fp {t}" for t in sorted(got - expected, key=str)]
+        + [f"fp job {k}" for k in sorted(job_got - job_expected)]
+        + [f"fn {t}" for t in sorted(expected - got, key=str)]
+        + [f"fn job {k}" for k in sorted(job_expected - job_got)]
+    )
     return s
 
 

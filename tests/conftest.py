@@ -10,8 +10,7 @@ import pytest
 
 from zephyr_debug.reference import CoordinatorConfig, JobConfig, JobResult, StageSpec, parse_fault, run_job
 
-FAST = CoordinatorConfig(heartbeat_interval=0.2, heartbeat_timeout=4.0, status_interval=0.25,
-                         no_workers_timeout=3.0)
+FAST = CoordinatorConfig(heartbeat_interval=0.2, heartbeat_timeout=4.0, status_interval=0.25, no_workers_timeout=3.0)
 
 
 def fast_stages(shards: int = 8, rows: int = 4000, chunk_seconds: float = 0.02, stages: int = 2) -> list[StageSpec]:
@@ -20,19 +19,38 @@ def fast_stages(shards: int = 8, rows: int = 4000, chunk_seconds: float = 0.02, 
     return specs[:stages]
 
 
-def run_reference(root: Path, faults: tuple[str, ...] = (), *, workers: int = 3, runner: str = "inline",
-                  shards: int = 8, rows: int = 4000, chunk_seconds: float = 0.02, stages: int = 2,
-                  deadline_s: float = 120.0, **overrides) -> JobResult:
+def run_reference(
+    root: Path,
+    faults: tuple[str, ...] = (),
+    *,
+    workers: int = 3,
+    runner: str = "inline",
+    shards: int = 8,
+    rows: int = 4000,
+    chunk_seconds: float = 0.02,
+    stages: int = 2,
+    deadline_s: float = 120.0,
+    **overrides,
+) -> JobResult:
     """Run one reference job to its end with test-sized heartbeats and timeouts."""
     coordinator = overrides.pop("coordinator", FAST)
-    config = JobConfig(workers=workers, runner=runner, stages=fast_stages(shards, rows, chunk_seconds, stages),
-                       faults=[parse_fault(f) for f in faults], coordinator=coordinator, root=root,
-                       deadline_s=deadline_s, **overrides)
+    config = JobConfig(
+        workers=workers,
+        runner=runner,
+        stages=fast_stages(shards, rows, chunk_seconds, stages),
+        faults=[parse_fault(f) for f in faults],
+        coordinator=coordinator,
+        root=root,
+        deadline_s=deadline_s,
+        **overrides,
+    )
     return run_job(config)
 
 
-RUN_DEFAULTS = {"coordinator": FAST, **{name: p.default for name, p in inspect.signature(run_reference).parameters.items()
-                                       if p.kind is p.KEYWORD_ONLY}}
+RUN_DEFAULTS = {
+    "coordinator": FAST,
+    **{name: p.default for name, p in inspect.signature(run_reference).parameters.items() if p.kind is p.KEYWORD_ONLY},
+}
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,6 @@ import threading
 import time
 from pathlib import Path
 
-
 ROWS, ROW_S = 4, 0.05
 SLOW_SHARD, SKEW_SHARD, FACTOR = 3, 6, 110  # both take ~FACTOR x a normal shard (> 4 heartbeats of 5 s)
 
@@ -32,8 +31,11 @@ def work(x: int, slow: bool) -> int:
 def tail_pipeline(Dataset):
     """Shard 3: ROWS rows, each FACTOR x slower; shard 6: FACTOR x more rows at the normal rate."""
     spec = [(i, ROWS * FACTOR if i == SKEW_SHARD else ROWS) for i in range(8)]
-    return Dataset.from_list(spec).flat_map(lambda s: [(s[0], r) for r in range(s[1])]).map(
-        lambda p: work(p[1], p[0] == SLOW_SHARD))
+    return (
+        Dataset.from_list(spec)
+        .flat_map(lambda s: [(s[0], r) for r in range(s[1])])
+        .map(lambda p: work(p[1], p[0] == SLOW_SHARD))
+    )
 
 
 def raise_every_time(x: int) -> int:

@@ -5,8 +5,8 @@ SIGKILLed four times (`kill-worker:1:times=4`)."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import run_reference
+
 from zephyr_debug import zephyrlog
 from zephyr_debug.analyze import churn
 from zephyr_debug.analyze.analysis import analyze
@@ -31,8 +31,10 @@ def test_flapping_worker_from_log_lines(tmp_path):
     lines = [(T0, zephyrlog.REGISTERED.format(worker=w, n=1)), (T0 + 1, zephyrlog.REGISTERED.format(worker=other, n=2))]
     for i in range(4):  # lost every 10 minutes: a timeout, then it comes back (one loss each)
         t = T0 + 600 * (i + 1)
-        lines += [(t, zephyrlog.HEARTBEAT_TIMEOUT.format(worker=w, secs=121.0)),
-                  (t + 30, zephyrlog.REREGISTERING.format(worker=w))]
+        lines += [
+            (t, zephyrlog.HEARTBEAT_TIMEOUT.format(worker=w, secs=121.0)),
+            (t + 30, zephyrlog.REREGISTERING.format(worker=w)),
+        ]
     lines.append((T0 + 4000, zephyrlog.HEARTBEAT_TIMEOUT.format(worker=other, secs=125.0)))
     ev = _log(tmp_path, lines)
     workers = churn.per_worker(ev)
@@ -46,10 +48,29 @@ def test_flapping_worker_from_log_lines(tmp_path):
 def _attempts(losses: list[tuple[int, str, float]]) -> Evidence:
     rows = []
     for shard, worker, at in losses:
-        rows.append({"stage": "stage0-Map", "shard": shard, "attempt": 0, "worker": worker, "start_ts": at - 50,
-                     "end_ts": at, "outcome": "failed", "kind": "infra"})
-        rows.append({"stage": "stage0-Map", "shard": shard, "attempt": 1, "worker": f"new-{worker}",
-                     "start_ts": at + 1, "end_ts": at + 60, "outcome": "done"})
+        rows.append(
+            {
+                "stage": "stage0-Map",
+                "shard": shard,
+                "attempt": 0,
+                "worker": worker,
+                "start_ts": at - 50,
+                "end_ts": at,
+                "outcome": "failed",
+                "kind": "infra",
+            }
+        )
+        rows.append(
+            {
+                "stage": "stage0-Map",
+                "shard": shard,
+                "attempt": 1,
+                "worker": f"new-{worker}",
+                "start_ts": at + 1,
+                "end_ts": at + 60,
+                "outcome": "done",
+            }
+        )
     ev = Evidence(job="j", source="j", now=T0 + 9999, state="succeeded")
     ev.attempts = frame(rows, ATTEMPT_COLUMNS)
     return ev

@@ -25,6 +25,7 @@ LABELS = json.loads((CORPUS / "labels.json").read_text())
 @pytest.fixture
 def zdebug(capsysbinary, monkeypatch):
     """Runs the real CLI entry point in-process: `zdebug(*args, stdin=b"")` -> (code, stdout, stderr)."""
+
     def run(*args: str, stdin: bytes = b"") -> tuple[int, bytes, bytes]:
         monkeypatch.setattr(sys, "argv", ["zdebug", *args])
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
@@ -42,7 +43,7 @@ def zdebug(capsysbinary, monkeypatch):
 def _raised(fn) -> str:
     try:
         fn()
-    except BaseException:  # noqa: BLE001 - we want the real text of whatever it raised
+    except BaseException:
         return traceback.format_exc()
     raise AssertionError("did not raise")
 
@@ -109,17 +110,24 @@ def test_in_app_rules_pick_library_frames_only_when_asked():
 
 def test_faulthandler_dump_of_a_real_segfault_groups_by_the_crashing_thread(tmp_path):
     script = tmp_path / "crasher.py"
-    script.write_text("import ctypes, threading, time\n"
-                      "def idle():\n    time.sleep(30)\n"
-                      "def decode():\n    ctypes.string_at(0)\n"
-                      "threading.Thread(target=idle, daemon=True).start()\ntime.sleep(0.05)\ndecode()\n")
+    script.write_text(
+        "import ctypes, threading, time\n"
+        "def idle():\n    time.sleep(30)\n"
+        "def decode():\n    ctypes.string_at(0)\n"
+        "threading.Thread(target=idle, daemon=True).start()\ntime.sleep(0.05)\ndecode()\n"
+    )
     dumps = []
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-X", "faulthandler", str(script)], capture_output=True, text=True)
         assert proc.returncode == -11
         dumps.append(proc.stderr)
-    log = "\n".join(["2026-12-02 21:59:16,743 INFO zephyr.worker: [w-1] Executing stage stage0-Map shard 7 (attempt 2)",
-                     dumps[0], "I20261202 21:59:18 140415056467648 zephyr.execution something else"])
+    log = "\n".join(
+        [
+            "2026-12-02 21:59:16,743 INFO zephyr.worker: [w-1] Executing stage stage0-Map shard 7 (attempt 2)",
+            dumps[0],
+            "I20261202 21:59:18 140415056467648 zephyr.execution something else",
+        ]
+    )
     crashes = list(coalesce(split(log.splitlines(), "w.log")))
     assert len(crashes) == 1 and (crashes[0].shard, crashes[0].attempt, crashes[0].worker) == (7, 2, "w-1")
     fp = Fingerprinter()
@@ -141,8 +149,20 @@ def test_cli_dedupe_on_a_directory_of_crash_files_matches_the_json_contract(zdeb
     code, out, err = zdebug("crashes", str(CORPUS / "files"), "--dedupe", "--json")
     assert code == 0, err
     data = json.loads(out)
-    keys = {"fingerprint", "count", "kind", "exception", "message", "frames", "shards", "workers", "first_seen",
-            "last_seen", "members", "example"}
+    keys = {
+        "fingerprint",
+        "count",
+        "kind",
+        "exception",
+        "message",
+        "frames",
+        "shards",
+        "workers",
+        "first_seen",
+        "last_seen",
+        "members",
+        "example",
+    }
     assert data["groups"] and all(keys <= set(g) for g in data["groups"])
     files = {k for k in LABELS if k.startswith("files/")}
     assert sum(g["count"] for g in data["groups"]) == len(files)
@@ -177,8 +197,14 @@ def test_normalize_masks_what_varies_and_keeps_code_locations(zdebug):
     assert code == 0 and b"<tmp>" in out
 
 
-@pytest.mark.parametrize("content", [os.urandom(4096), b"\x00\x01garbage\xff" * 50,
-                                     b"Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        os.urandom(4096),
+        b"\x00\x01garbage\xff" * 50,
+        b'Traceback (most recent call last):\n  File "x.py", line 1, in f\n',
+    ],
+)
 def test_bad_input_is_skipped_and_counted_never_a_traceback(zdebug, tmp_path, content):
     path = tmp_path / "bad.log"
     path.write_bytes(content)
@@ -191,24 +217,32 @@ def test_bad_input_is_skipped_and_counted_never_a_traceback(zdebug, tmp_path, co
 
 def test_missing_inputs_are_one_line_errors(zdebug, tmp_path):
     (tmp_path / "empty").mkdir()
-    for args, exit_code in ((["crashes", str(tmp_path / "nope.log")], 3),
-                            (["crashes", "normalize", str(tmp_path / "nope.txt")], 3),
-                            (["crashes", str(tmp_path / "empty")], 3), (["crashes", "a", "b"], 2)):
+    for args, exit_code in (
+        (["crashes", str(tmp_path / "nope.log")], 3),
+        (["crashes", "normalize", str(tmp_path / "nope.txt")], 3),
+        (["crashes", str(tmp_path / "empty")], 3),
+        (["crashes", "a", "b"], 2),
+    ):
         code, _, err = zdebug(*args)
         assert code == exit_code, args
         assert err.count(b"\n") == 1 and err.startswith(b"zdebug: error:"), err
 
 
 def test_the_installed_entry_point_prints_one_line_errors(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "crashes", str(tmp_path / "nope.log")],
-                          capture_output=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "zephyr_debug.cli", "crashes", str(tmp_path / "nope.log")],
+        capture_output=True,
+        timeout=300,
+    )
     assert proc.returncode == 3 and proc.stderr.count(b"\n") == 1 and b"nope.log" in proc.stderr
 
 
 def test_iris_get_task_logs_json_goes_through_the_evidence_loader(zdebug, tmp_path):
     lines = (CORPUS / "logs" / "mixed.log").read_text().splitlines()
-    entries = [{"data": line, "level": "INFO", "source": "stdout", "timestamp": {"epoch_ms": "1796268231000"},
-                "attempt_id": 0} for line in lines]
+    entries = [
+        {"data": line, "level": "INFO", "source": "stdout", "timestamp": {"epoch_ms": "1796268231000"}, "attempt_id": 0}
+        for line in lines
+    ]
     path = tmp_path / "task-logs.json"
     path.write_text(json.dumps({"task_logs": [{"task_id": "/root/job/0", "logs": entries}]}))
     code, out, err = zdebug("crashes", str(path), "--dedupe", "--json")
@@ -222,11 +256,14 @@ def test_iris_get_task_logs_json_goes_through_the_evidence_loader(zdebug, tmp_pa
 
 
 def test_a_traceback_restated_after_last_error_is_not_a_new_crash(tmp_path):
-    tb = ('Traceback (most recent call last):\n  File "/app/job.py", line 3, in run\n    f()\n'
-          'ValueError: bad record 2\n')
+    tb = 'Traceback (most recent call last):\n  File "/app/job.py", line 3, in run\n    f()\nValueError: bad record 2\n'
     log = tmp_path / "coordinator.log"
-    log.write_text("E20261203 05:22:57 1400 zephyr.execution Worker w-0 error on shard 2\n" + tb
-                   + "E20261203 05:23:00 1400 zephyr.execution Shard 2 failed 3 times (max 3).\nLast error:\n" + tb)
+    log.write_text(
+        "E20261203 05:22:57 1400 zephyr.execution Worker w-0 error on shard 2\n"
+        + tb
+        + "E20261203 05:23:00 1400 zephyr.execution Shard 2 failed 3 times (max 3).\nLast error:\n"
+        + tb
+    )
     found = list(inputs.stream(str(log), Stats()))
     assert len(found) == 1 and found[0].line == 2
 

@@ -9,8 +9,17 @@ import json
 import pytest
 
 from benchmarks import bench_crashes
-from benchmarks.bench_crashes import (CORPORA, PRECISION_TARGET, RECALL_TARGET, extended_corpus, load_corpus, ours,
-                                      pairwise, quality, variants)
+from benchmarks.bench_crashes import (
+    CORPORA,
+    PRECISION_TARGET,
+    RECALL_TARGET,
+    extended_corpus,
+    load_corpus,
+    ours,
+    pairwise,
+    quality,
+    variants,
+)
 
 
 @pytest.mark.parametrize("root", CORPORA, ids=lambda p: p.name)
@@ -41,8 +50,9 @@ def test_fresh_values_temp_dirs_and_addresses_do_not_change_the_grouping():
 @pytest.mark.slow
 def test_benchmark_reports_every_row_in_the_agreed_shape():
     results = bench_crashes.run(quick=True)
-    assert all(set(r) == {"value", "unit", "baseline", "baseline_value", "ratio", "target", "meets"}
-               for r in results.values())
+    assert all(
+        set(r) == {"value", "unit", "baseline", "baseline_value", "ratio", "target", "meets"} for r in results.values()
+    )
     assert results["crashes_precision"]["meets"] and results["crashes_recall"]["meets"]
     assert results["crashes_fingerprint_throughput_1core"]["value"] > 0
     assert results["crashes_directory_1000_wall"]["value"] > results["crashes_directory_1000_wall"]["baseline_value"]

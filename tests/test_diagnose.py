@@ -15,8 +15,12 @@ from zephyr_debug.sources import load
 
 
 def run(*args: str, code: int = 0) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "diagnose", *args, "--json"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "zephyr_debug.cli", "diagnose", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == code, proc.stderr
     return json.loads(proc.stdout)
 

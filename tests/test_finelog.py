@@ -31,6 +31,7 @@ ZDEBUG = Path(sys.executable).with_name("zdebug")
 
 # --- the pipelines (run in a child process) -------------------------------------------------
 
+
 def _work(pair: tuple[int, int]) -> int:
     shard, row = pair
     if shard == STUCK and row == 0:
@@ -107,13 +108,22 @@ def runs(server, tmp_path_factory) -> dict[str, str]:
     """scenario -> finelog:// target of its real run."""
     root = tmp_path_factory.mktemp("zephyr")
     env = {**os.environ, "MARIN_PREFIX": str(root / "marin")}
-    procs = [subprocess.Popen([sys.executable, __file__, name, server.address], env=env, stdout=subprocess.DEVNULL,
-                              stderr=open(root / f"{name}.log", "wb")) for name in ("tail", "fail")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, name, server.address],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(root / f"{name}.log", "wb"),
+        )
+        for name in ("tail", "fail")
+    ]
     for proc in procs:
         assert proc.wait(timeout=300) == 0
     ids = _executions(server.address)
-    return {**{name: f"finelog://127.0.0.1:{server.port}/{ids[name]}" for name in ("tail", "fail")},
-            "tail.log": str(root / "tail.log")}
+    return {
+        **{name: f"finelog://127.0.0.1:{server.port}/{ids[name]}" for name in ("tail", "fail")},
+        "tail.log": str(root / "tail.log"),
+    }
 
 
 def zdebug(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
@@ -182,8 +192,14 @@ def _log_evidence(tel: Evidence, worker: str) -> Evidence:
     a[["items", "bytes", "peak_rss_bytes"]] = float("nan")
     a = a.drop(columns=["cpu_time_s"])
     a.loc[0, "error"] = "kept from the log"
-    return Evidence(job=tel.job, source="coordinator.log", now=tel.now, state="succeeded", attempts=a,
-                    provenance=["coordinator-log"])
+    return Evidence(
+        job=tel.job,
+        source="coordinator.log",
+        now=tel.now,
+        state="succeeded",
+        attempts=a,
+        provenance=["coordinator-log"],
+    )
 
 
 @pytest.mark.slow
@@ -267,11 +283,15 @@ def test_missing_table_and_wrong_types(tmp_path):
         client = LogClient.connect(srv.address)
         table = client.get_table("zephyr.worker", Odd)
         now = datetime(2026, 1, 1, 12, 0, 0)
-        table.write([Odd("e-1", "stage0-Map", "0", "START", now, "0", 0),
-                     Odd("e-1", "stage0-Map", "0", "END", now.replace(second=3), "12", 40),
-                     Odd("e-1", "stage0-Map", "x", "END", now, "12", 40),
-                     Odd("e-1", "stage0-Map", "1", "START", now, "many", 0),
-                     Odd("e-1", "stage0-Map", "1", "BOGUS", now, "1", 0)])
+        table.write(
+            [
+                Odd("e-1", "stage0-Map", "0", "START", now, "0", 0),
+                Odd("e-1", "stage0-Map", "0", "END", now.replace(second=3), "12", 40),
+                Odd("e-1", "stage0-Map", "x", "END", now, "12", 40),
+                Odd("e-1", "stage0-Map", "1", "START", now, "many", 0),
+                Odd("e-1", "stage0-Map", "1", "BOGUS", now, "1", 0),
+            ]
+        )
         assert table.flush(timeout=30) == "succeeded"
         client.close()
         ev = load(f"finelog://127.0.0.1:{srv.port}/e-1")
@@ -279,11 +299,17 @@ def test_missing_table_and_wrong_types(tmp_path):
     assert any("no zephyr.stage table" in w for w in ev.warnings)
     assert any("skipped 3 row(s)" in w for w in ev.warnings)
     [row] = ev.attempts.to_dict("records")
-    assert (row["shard"], row["items"], row["bytes"], row["outcome"], row["elapsed_s"]) == (0.0, 12.0, 40.0, "done",
-                                                                                          3.0)
+    assert (row["shard"], row["items"], row["bytes"], row["outcome"], row["elapsed_s"]) == (
+        0.0,
+        12.0,
+        40.0,
+        "done",
+        3.0,
+    )
 
 
 # --- the Iris snapshot's saved telemetry, read offline -------------------------------------
+
 
 def _snapshot(runs, server, tmp_path) -> Path:
     """What `iris_snapshot.save` leaves for a job: its log and its telemetry as Parquet."""
@@ -330,14 +356,24 @@ def test_reference_job_writes_zephyr_telemetry(server, jobs_root):
     from conftest import FAST, run_reference
     from finelog.client import LogClient
 
-    result = run_reference(jobs_root, (f"skew-shard:{REF_SKEW}:x{REF_SKEW_X}",), workers=3, shards=REF_SHARDS,
-                           stages=1, finelog=server.address)
+    result = run_reference(
+        jobs_root,
+        (f"skew-shard:{REF_SKEW}:x{REF_SKEW_X}",),
+        workers=3,
+        shards=REF_SHARDS,
+        stages=1,
+        finelog=server.address,
+    )
     assert result.state == "succeeded"
     client = LogClient.connect(server.address)
     try:
         where = f"WHERE execution_id = '{result.execution_id}'"
-        rows = dict(zip(*client.query(f'SELECT status, count(*) FROM "zephyr.worker" {where} GROUP BY status')
-                        .columns, strict=True))
+        rows = dict(
+            zip(
+                *client.query(f'SELECT status, count(*) FROM "zephyr.worker" {where} GROUP BY status').columns,
+                strict=True,
+            )
+        )
         stage_rows = client.query(f'SELECT * FROM "zephyr.stage" {where}').to_pylist()
     finally:
         client.close()

@@ -29,7 +29,7 @@ LABELS = json.loads((VARIATIONS / "labels.json").read_text())
 def _raised(fn, *args) -> str:
     try:
         fn(*args)
-    except Exception:  # noqa: BLE001 - the real text of whatever it raised
+    except Exception:
         return traceback.format_exc()
     raise AssertionError("did not raise")
 
@@ -55,13 +55,26 @@ def test_an_in_app_site_is_one_group_whatever_its_message_and_keeps_the_variants
     assert group.raw_message == sigs[0].raw and group.message == "<json-error>: line <num> column <num> (char <num>)"
 
 
-@pytest.mark.parametrize("family, make", [
-    ("json", lambda: [_raised(json.loads, t) for t in ('{"a" 1}', "[1,]", '{"x": "y', "{} {}")]),
-    ("codec", lambda: [_raised(bytes.decode, b) for b in (b"\xff", b"\xc3\x28", b"ab\xe2\x82")]),
-    ("arrow", lambda: [_raised(__import__("pyarrow").array, v) for v in ([1.5, "x"], [1, "y"], [True, "z"])]),
-    ("merge", lambda: [_raised(lambda a, b: __import__("pandas").DataFrame({"k": a}).merge(
-        __import__("pandas").DataFrame({"k": b}), on="k"), *ab) for ab in (([1], ["1"]), (["1"], [1]))]),
-])
+@pytest.mark.parametrize(
+    "family, make",
+    [
+        ("json", lambda: [_raised(json.loads, t) for t in ('{"a" 1}', "[1,]", '{"x": "y', "{} {}")]),
+        ("codec", lambda: [_raised(bytes.decode, b) for b in (b"\xff", b"\xc3\x28", b"ab\xe2\x82")]),
+        ("arrow", lambda: [_raised(__import__("pyarrow").array, v) for v in ([1.5, "x"], [1, "y"], [True, "z"])]),
+        (
+            "merge",
+            lambda: [
+                _raised(
+                    lambda a, b: (
+                        __import__("pandas").DataFrame({"k": a}).merge(__import__("pandas").DataFrame({"k": b}), on="k")
+                    ),
+                    *ab,
+                )
+                for ab in (([1], ["1"]), (["1"], [1]))
+            ],
+        ),
+    ],
+)
 def test_input_dependent_phrases_of_the_libraries_share_one_template(family, make):
     fp = Fingerprinter()
     templates = {fp.norm.message(fp.signature(t).raw) for t in make()}
@@ -70,18 +83,26 @@ def test_input_dependent_phrases_of_the_libraries_share_one_template(family, mak
 
 def test_printed_commands_paths_and_run_ids_are_masked_in_templates():
     norm = Fingerprinter().norm
-    commands = [subprocess.CalledProcessError(1, cmd) for cmd in
-                (["gzip", "-t", "/d/a b.gz"], ["sh", "-c", "gzip -t '/d/x.zst'"], "sh -c 'zstd -t /x'")]
+    commands = [
+        subprocess.CalledProcessError(1, cmd)
+        for cmd in (["gzip", "-t", "/d/a b.gz"], ["sh", "-c", "gzip -t '/d/x.zst'"], "sh -c 'zstd -t /x'")
+    ]
     assert len({norm.message(str(e)) for e in commands}) == 1
-    paths = ["/mnt/data/clicks/2026-01-02/part-00016.parquet", "/mnt/scratch/bob/jobs/8fa3b2c1d4e5/run-8485d7/x.pq",
-             "/tmp/ray/session_1/runtime_resources/working_dir_files/_ray_pkg_8a9f0b/data/shard-3.arrow"]
+    paths = [
+        "/mnt/data/clicks/2026-01-02/part-00016.parquet",
+        "/mnt/scratch/bob/jobs/8fa3b2c1d4e5/run-8485d7/x.pq",
+        "/tmp/ray/session_1/runtime_resources/working_dir_files/_ray_pkg_8a9f0b/data/shard-3.arrow",
+    ]
     assert {norm.message(p) for p in paths} == {"<path>"}
 
 
 def test_run_directories_leave_module_names():
     fp = Fingerprinter()
-    for path in ("/srv/run-9b436b/run_shard.py", "/x/working_dir_files/_ray_pkg_4f2a9c01/run_shard.py",
-                 "/mnt/scratch/ann/jobs/8fa3b2c1d4e5/run_shard.py"):
+    for path in (
+        "/srv/run-9b436b/run_shard.py",
+        "/x/working_dir_files/_ray_pkg_4f2a9c01/run_shard.py",
+        "/mnt/scratch/ann/jobs/8fa3b2c1d4e5/run_shard.py",
+    ):
         assert fp.module(path) == ("run_shard", "app"), path
 
 
@@ -114,9 +135,11 @@ def test_exits_are_keyed_by_code_and_both_forms_meet():
 
 def test_one_prefix_time_is_one_epoch_under_any_tz():
     line = "2026-12-02 21:59:16,743 INFO zephyr.worker: [w-1] Executing stage stage0-Map shard 7 (attempt 0)"
-    script = ("import sys; from zephyr_debug.crashes.parse import split; lines = [sys.argv[1], "
-              "'RuntimeError: Subprocess for shard 7 exited with code 3; see worker stderr above'];"
-              "print(next(iter(split(lines, 'x.log'))).ts)")
+    script = (
+        "import sys; from zephyr_debug.crashes.parse import split; lines = [sys.argv[1], "
+        "'RuntimeError: Subprocess for shard 7 exited with code 3; see worker stderr above'];"
+        "print(next(iter(split(lines, 'x.log'))).ts)"
+    )
     seen = set()
     for tz in ("UTC", "America/New_York"):
         env = {**os.environ, "TZ": tz}
@@ -127,13 +150,34 @@ def test_one_prefix_time_is_one_epoch_under_any_tz():
 
 
 def test_groups_serialize_to_the_json_contract():
-    proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "crashes", str(VARIATIONS / "files"), "--dedupe",
-                           "--json"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "zephyr_debug.cli", "crashes", str(VARIATIONS / "files"), "--dedupe", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["schema_version"] == SCHEMA_VERSION
-    keys = {"fingerprint", "count", "kind", "exception", "message", "frames", "shards", "workers", "first_seen",
-            "last_seen", "members", "example", "deterministic", "variants", "exit_code", "signal", "raw_message"}
+    keys = {
+        "fingerprint",
+        "count",
+        "kind",
+        "exception",
+        "message",
+        "frames",
+        "shards",
+        "workers",
+        "first_seen",
+        "last_seen",
+        "members",
+        "example",
+        "deterministic",
+        "variants",
+        "exit_code",
+        "signal",
+        "raw_message",
+    }
     assert all(keys <= set(g) for g in data["groups"])
     assert sum(g["count"] for g in data["groups"]) == len(LABELS)
     for g in data["groups"]:
@@ -143,8 +187,10 @@ def test_groups_serialize_to_the_json_contract():
 
 
 def test_the_job_input_copies_crashes_and_leaves_the_evidence_alone():
-    text = "Traceback (most recent call last):\n  File \"/a/b.py\", line 1, in f\n    g()\nValueError: x\nlog line\n" \
-           "Traceback (most recent call last):\n  File \"/a/b.py\", line 2, in h\n    k()\nKeyError: 'y'\n"
+    text = (
+        'Traceback (most recent call last):\n  File "/a/b.py", line 1, in f\n    g()\nValueError: x\nlog line\n'
+        "Traceback (most recent call last):\n  File \"/a/b.py\", line 2, in h\n    k()\nKeyError: 'y'\n"
+    )
     crash = Crash(text=text, source="/nowhere", shard=1, kind="task")
     ev = Evidence(job="j", source="/nowhere", now=0.0, crashes=[crash])
     (found,) = inputs.job(ev, Stats())
@@ -152,10 +198,18 @@ def test_the_job_input_copies_crashes_and_leaves_the_evidence_alone():
 
 
 def test_text_output_shows_the_raw_message_beside_its_template_and_1_based_attempts():
-    log = ("2026-12-02 21:59:16,743 INFO zephyr.worker: [w-1] Executing stage stage0-Map shard 7 (attempt 0)\n"
-           + _raised(lambda r: r["user_id"], {}))
-    proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "crashes", "-", "--dedupe"], input=log,
-                          capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "80"})
+    log = (
+        "2026-12-02 21:59:16,743 INFO zephyr.worker: [w-1] Executing stage stage0-Map shard 7 (attempt 0)\n"
+        + _raised(lambda r: r["user_id"], {})
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "zephyr_debug.cli", "crashes", "-", "--dedupe"],
+        input=log,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "80"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert "'user_id'" in proc.stdout and "template: <str>" in proc.stdout and "attempts 1 " in proc.stdout
     assert max(map(len, proc.stdout.splitlines())) <= 80

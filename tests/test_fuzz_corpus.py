@@ -34,32 +34,64 @@ EXTRA_FORMS = {"crashes": [["crashes", "--dedupe", "{}"], ["crashes", "normalize
 HUGE = 3 << 20  # rich took ~10 s to wrap one 3 MB line before clean() cut it
 # Job dirs that differ only in what the shared loader (jobstore/jobdir) sees: fed to `status`
 # only (every command goes through the same loader; analysing each costs ~1 s per command).
-LOADER_ONLY = {"job-ok", "job-truncated", "job-nested", "job-utf16", "job-latin1", "job-huge-line",
-               "job-crash-outside", "job-crash-absolute", "job-crash-is-dir"}
+LOADER_ONLY = {
+    "job-ok",
+    "job-truncated",
+    "job-nested",
+    "job-utf16",
+    "job-latin1",
+    "job-huge-line",
+    "job-crash-outside",
+    "job-crash-absolute",
+    "job-crash-is-dir",
+}
 ESC = b"\x1b[2J\x1b]0;pwned\x07\x9b31m"
 GOOD_EVENTS = [
     {"ts": 1.0, "type": "job_start", "execution_id": "fuzz", "pid": 1, "url": "http://127.0.0.1:9", "runner": "inline"},
     {"ts": 2.0, "type": "stage_start", "stage": "stage0-Map", "index": 0, "total": 2},
     {"ts": 3.0, "type": "assign", "stage": "stage0-Map", "shard": 0, "attempt": 0, "worker": "w0"},
     {"ts": 4.0, "type": "heartbeat", "worker": "w0", "stage": "stage0-Map", "shard": 0, "items": 5, "rss_bytes": 100},
-    {"ts": 5.0, "type": "shard_failed", "stage": "stage0-Map", "shard": 0, "attempt": 0, "worker": "w0",
-     "kind": "task", "error": "boom", "crash_file": "crashes/a.txt"},
+    {
+        "ts": 5.0,
+        "type": "shard_failed",
+        "stage": "stage0-Map",
+        "shard": 0,
+        "attempt": 0,
+        "worker": "w0",
+        "kind": "task",
+        "error": "boom",
+        "crash_file": "crashes/a.txt",
+    },
     {"ts": 6.0, "type": "shard_done", "stage": "stage0-Map", "shard": 1, "attempt": 0, "worker": "w0", "elapsed_s": 1},
     {"ts": 7.0, "type": "status", "stage": "stage0-Map", "completed": 1, "total": 2},
 ]
 WRONG_TYPES = [
-    {**GOOD_EVENTS[0], "ts": "soon", "config": [1]}, {"ts": 1, "type": ["job_start"]},
+    {**GOOD_EVENTS[0], "ts": "soon", "config": [1]},
+    {"ts": 1, "type": ["job_start"]},
     {"ts": 2, "type": "stage_start", "stage": ["a"], "index": "0", "total": None},
     {"ts": 3, "type": "assign", "stage": {}, "shard": "zero", "attempt": None, "worker": 7},
     {"ts": 4, "type": "shard_done"},
-    {"ts": 5, "type": "shard_failed", "stage": "s", "shard": 1.5, "attempt": "a", "worker": None, "kind": 3, "crash_file": 42},
-    {"ts": 6, "type": "heartbeat", "worker": ["w"], "rss_bytes": "big"}, {"ts": 7, "type": "status", "completed": "x"},
-    {"ts": 1e308, "type": "job_end", "state": None}, {"ts": float("nan"), "type": "abort"},
-    {"ts": 8, "type": "worker_registered", "worker": "w1", "pid": [1]}, {"ts": 9, "type": "shard_done", "stage": "s",
-                                                                         "shard": 10 ** 30, "attempt": 0, "worker": "w"},
+    {
+        "ts": 5,
+        "type": "shard_failed",
+        "stage": "s",
+        "shard": 1.5,
+        "attempt": "a",
+        "worker": None,
+        "kind": 3,
+        "crash_file": 42,
+    },
+    {"ts": 6, "type": "heartbeat", "worker": ["w"], "rss_bytes": "big"},
+    {"ts": 7, "type": "status", "completed": "x"},
+    {"ts": 1e308, "type": "job_end", "state": None},
+    {"ts": float("nan"), "type": "abort"},
+    {"ts": 8, "type": "worker_registered", "worker": "w1", "pid": [1]},
+    {"ts": 9, "type": "shard_done", "stage": "s", "shard": 10**30, "attempt": 0, "worker": "w"},
 ]
-CRASH = (b"2024-01-01 12:00:00,000 ERROR zephyr.worker: Worker w0 error on shard 1 " + ESC + b"\n"
-         b"Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nValueError: " + ESC + b"\n")
+CRASH = (
+    b"2024-01-01 12:00:00,000 ERROR zephyr.worker: Worker w0 error on shard 1 " + ESC + b"\n"
+    b'Traceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: ' + ESC + b"\n"
+)
 
 
 def _lines(events: list[dict]) -> str:
@@ -69,7 +101,7 @@ def _lines(events: list[dict]) -> str:
 def build_corpus(root: Path) -> dict[str, Path]:
     """Nasty inputs under `root`, by name: files, job dirs, and paths that are not what they seem."""
     rnd = random.Random(12)
-    noise = lambda n: rnd.randbytes(n)  # noqa: E731
+    noise = lambda n: rnd.randbytes(n)
     good = _lines(GOOD_EVENTS)
     items: dict[str, Path] = {}
 
@@ -110,8 +142,13 @@ def build_corpus(root: Path) -> dict[str, Path]:
     job("job-latin1", good.replace("boom", "b\xf6\xf6m").encode("latin-1"))
     job("job-wrong-types", _lines(WRONG_TYPES) + good)
     job("job-huge-line", b'{"ts":1,"type":"status","stage":"' + b"s" * HUGE + b'"}\n' + good.encode())
-    job("job-escapes", _lines([{**e, "error": ESC.decode("latin-1"), "worker": "w\x1b[31m0"} if "worker" in e else e
-                               for e in GOOD_EVENTS]), {"crashes/a.txt": CRASH, "workers/w0.log": CRASH})
+    job(
+        "job-escapes",
+        _lines(
+            [{**e, "error": ESC.decode("latin-1"), "worker": "w\x1b[31m0"} if "worker" in e else e for e in GOOD_EVENTS]
+        ),
+        {"crashes/a.txt": CRASH, "workers/w0.log": CRASH},
+    )
     (job("job-events-dir", None) / "events.jsonl").mkdir()
     os.symlink("events.jsonl", job("job-events-loop", None) / "events.jsonl")
     os.symlink("/nonexistent/events.jsonl", job("job-events-dangling", None) / "events.jsonl")
@@ -121,8 +158,14 @@ def build_corpus(root: Path) -> dict[str, Path]:
     d = job("job-crash-symlinks", good, {"crashes/b.txt": b"x"})
     os.symlink("/etc/passwd", d / "crashes" / "a.txt")
     os.symlink("loop.txt", d / "crashes" / "loop.txt")
-    d = job("job-logs-nasty", good, {"workers/w0.log": noise(8192), "kernel.log": b"\xff\xfe Killed process abc\n"
-                                     + b"Killed process 99999999999999999999999\n"})
+    d = job(
+        "job-logs-nasty",
+        good,
+        {
+            "workers/w0.log": noise(8192),
+            "kernel.log": b"\xff\xfe Killed process abc\n" + b"Killed process 99999999999999999999999\n",
+        },
+    )
     os.symlink("loop.log", d / "workers" / "loop.log")
     (d / "workers" / "dir.log").mkdir()
     d = items["dir-loop"] = root / "dir-loop"
@@ -150,8 +193,9 @@ def job_commands() -> list[list[str]]:
         extra = ["--once"] if "--once" in opts else []
         if any(type(p).__name__.endswith("Argument") for p in cmd.params):
             forms.append([*path, "{}", *extra])
-        forms.extend([*path, "w0", opt, "{}"] if opt == "--job" else [*path, opt, "{}"] for opt in JOB_OPTIONS
-                     if opt in opts)
+        forms.extend(
+            [*path, "w0", opt, "{}"] if opt == "--job" else [*path, opt, "{}"] for opt in JOB_OPTIONS if opt in opts
+        )
         if len(forms) == before:  # nothing takes evidence: the job store is the input
             forms.append([*path, *extra])
 
@@ -229,8 +273,15 @@ def test_every_command_survives_every_nasty_input(form, corpus, nasty_home, monk
 
 def _subprocess(argv: list[str], home: Path) -> tuple[list[str], subprocess.CompletedProcess]:
     env = {**os.environ, "ZDEBUG_HOME": str(home)}
-    proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", *argv], capture_output=True, text=True,
-                          errors="replace", timeout=120, env=env, cwd=home)
+    proc = subprocess.run(
+        [sys.executable, "-m", "zephyr_debug.cli", *argv],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=120,
+        env=env,
+        cwd=home,
+    )
     return argv, proc
 
 
@@ -252,8 +303,13 @@ def test_real_processes_on_the_corpus(corpus, nasty_home):
     runs = [["status", str(corpus[n])] for n in SUBPROCESS_SAMPLE]
     first_form = {f[0]: f for f in reversed(FORMS) if "{}" in f}  # one form per command
     runs += [[str(corpus["job-wrong-types"]) if a == "{}" else a for a in f] for f in first_form.values()]
-    problems = _parallel(runs, nasty_home, lambda argv, proc: check(argv, proc.returncode, proc.stdout, proc.stderr,
-                                                                     Path(argv[1]).name if argv[0] == "status" else None))
+    problems = _parallel(
+        runs,
+        nasty_home,
+        lambda argv, proc: check(
+            argv, proc.returncode, proc.stdout, proc.stderr, Path(argv[1]).name if argv[0] == "status" else None
+        ),
+    )
     assert not problems, "\n".join(problems)
 
 

@@ -57,8 +57,15 @@ def _ok(conn, stop):
     conn.sendall(HEADERS + b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
 
 
-SCENARIOS = {"drip": _drip, "stall": _stall, "endless": _endless, "slow-chunks": _slow_chunks,
-             "mid-body": _mid_body, "silent": _silent, "ok": _ok}
+SCENARIOS = {
+    "drip": _drip,
+    "stall": _stall,
+    "endless": _endless,
+    "slow-chunks": _slow_chunks,
+    "mid-body": _mid_body,
+    "silent": _silent,
+    "ok": _ok,
+}
 SLOW = ("drip", "stall", "slow-chunks", "silent")  # cut off by the deadline
 
 
@@ -138,8 +145,10 @@ def test_every_network_source_uses_the_deadline(servers):
     before = http.timeout()
     http.set_timeout(DEADLINE_S)
     try:
-        for fn, arg in ((live.fetch, (servers["drip"], "/status")),
-                        (prometheus.Client(servers["stall"]).query, ("up",))):
+        for fn, arg in (
+            (live.fetch, (servers["drip"], "/status")),
+            (prometheus.Client(servers["stall"]).query, ("up",)),
+        ):
             message, took = _timed_error(fn, *arg)
             assert "did not answer within 2s" in message and took < DEADLINE_S + SLACK_S, (message, took)
         assert prometheus.Client(servers["ok"]).query("up") == []
@@ -160,9 +169,16 @@ def test_the_cli_reports_each_bad_server_in_one_line_within_the_deadline(servers
     targets["prometheus-drip"] = "prometheus+" + servers["drip"] + "?run=r1"
     env = {**os.environ, "ZDEBUG_HOME": str(tmp_path)}
     start = time.monotonic()
-    procs = {name: subprocess.Popen([sys.executable, "-m", "zephyr_debug.cli", "status", url, "--timeout", "2"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for name, url in targets.items()}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "zephyr_debug.cli", "status", url, "--timeout", "2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for name, url in targets.items()
+    }
     results = {name: proc.communicate(timeout=120) + (proc.returncode,) for name, proc in procs.items()}
     took = time.monotonic() - start
     for name, (out, err, code) in results.items():

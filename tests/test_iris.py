@@ -80,8 +80,14 @@ def running_cluster(root: Path, config: str):
     (root / "cluster.yaml").write_text(config)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # py-spy for profile-task
     with open(root / "cluster.log", "wb") as log:
-        proc = subprocess.Popen([str(BIN / "iris"), "--config", "cluster.yaml", "cluster", "start", "--local"],
-                                cwd=root, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(BIN / "iris"), "--config", "cluster.yaml", "cluster", "start", "--local"],
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     rss = PeakRss(proc.pid)
     rss.start()
     try:
@@ -128,15 +134,23 @@ def submit(url: str, name: str, argv: list[str], env: dict[str, str]) -> str:
     from fray.types import Entrypoint, EnvironmentConfig, JobRequest, ResourceConfig
 
     iris.version._CACHED = datetime.date.today().isoformat()  # see the module docstring
-    request = JobRequest(name=name, entrypoint=Entrypoint.from_binary("python", argv),
-                         resources=ResourceConfig(cpu=0.5, ram="1g"),
-                         environment=EnvironmentConfig(workspace=str(TESTS), env_vars=env))
+    request = JobRequest(
+        name=name,
+        entrypoint=Entrypoint.from_binary("python", argv),
+        resources=ResourceConfig(cpu=0.5, ram="1g"),
+        environment=EnvironmentConfig(workspace=str(TESTS), env_vars=env),
+    )
     return str(FrayIrisClient(url).submit(request).job_id)
 
 
 def zdebug(home: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([str(BIN / "zdebug"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "ZDEBUG_HOME": str(home), "COLUMNS": "200"})
+    return subprocess.Popen(
+        [str(BIN / "zdebug"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "ZDEBUG_HOME": str(home), "COLUMNS": "200"},
+    )
 
 
 def target(url: str, job: str) -> str:
@@ -147,8 +161,12 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
     monkeypatch.setenv("ZDEBUG_HOME", str(tmp_path))  # where in-process loads save what they fetch
     marks = tmp_path / "marks"
     marks.mkdir()
-    job = submit(cluster.url, f"zdebug-test-{os.getpid()}", ["-m", "iris_pipeline"],
-                 {"PYTHONPATH": str(TESTS), "ZDEBUG_TEST_MARKS": str(marks), "ZDEBUG_TEST_SLOW_S": "180"})
+    job = submit(
+        cluster.url,
+        f"zdebug-test-{os.getpid()}",
+        ["-m", "iris_pipeline"],
+        {"PYTHONPATH": str(TESTS), "ZDEBUG_TEST_MARKS": str(marks), "ZDEBUG_TEST_SLOW_S": "180"},
+    )
     plain = submit(cluster.url, f"plain-{os.getpid()}", ["-c", "print('no zephyr here')"], {})
     live = target(cluster.url, job)
 
@@ -166,8 +184,10 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
     flagged = time.time() - cluster.started
 
     # The commands as a user runs them, side by side (each fetches its own snapshot).
-    runs = {cmd: zdebug(tmp_path, cmd, live, "--json", *extra) for cmd, *extra in
-            [("stragglers",), ("status",), ("crashes", "--dedupe"), ("workers",)]}
+    runs = {
+        cmd: zdebug(tmp_path, cmd, live, "--json", *extra)
+        for cmd, *extra in [("stragglers",), ("status",), ("crashes", "--dedupe"), ("workers",)]
+    }
     unknown_job = zdebug(tmp_path, "status", target(cluster.url, "/root/no-such-job"))
     out = {}
     for cmd, run in runs.items():
@@ -206,16 +226,20 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
     frames = {f["name"] for f in json.loads(speedscope_file.read_text())["shared"]["frames"]}
     assert "work" in frames, sorted(frames)[:40]  # py-spy, run by Iris, saw the user function of the slow shard
 
-    for bad, message in [(target(cluster.url, "/root/no-such-job"), "not found"),
-                         (target(cluster.url, plain), "no Zephyr coordinator"),
-                         ("iris://127.0.0.1:9/root/job", "unreachable")]:
+    for bad, message in [
+        (target(cluster.url, "/root/no-such-job"), "not found"),
+        (target(cluster.url, plain), "no Zephyr coordinator"),
+        ("iris://127.0.0.1:9/root/job", "unreachable"),
+    ]:
         with pytest.raises(ZdebugError, match=message):
             load(bad)
     stdout, stderr = unknown_job.communicate(timeout=120)
     assert unknown_job.returncode != 0 and stdout == "" and stderr.count("\n") == 1, stderr
     assert cluster.rss.peak < 3 * 2**30, f"cluster tree peak RSS {cluster.rss.peak / 2**20:.0f} MiB"
-    print(f"\nstraggler flagged {flagged:.0f}s after the cluster came up; peak RSS so far "
-          f"{cluster.rss.peak / 2**20:.0f} MiB")
+    print(
+        f"\nstraggler flagged {flagged:.0f}s after the cluster came up; peak RSS so far "
+        f"{cluster.rss.peak / 2**20:.0f} MiB"
+    )
 
 
 def _assert_telemetry(ev) -> None:
@@ -242,9 +266,18 @@ def test_auth_required(cluster, tmp_path):
     from iris.cluster.token_store import cluster_name_from_url, store_token
 
     home = tmp_path / "home"
-    store_token(cluster_name_from_url(cluster.url), cluster.url, "not-a-valid-token",
-                store_path=home / ".iris" / "tokens.sqlite")
-    run = subprocess.run([str(BIN / "zdebug"), "status", target(cluster.url, "/developer/job")], capture_output=True,
-                         text=True, timeout=120, env={**os.environ, "HOME": str(home), "ZDEBUG_HOME": str(tmp_path)})
+    store_token(
+        cluster_name_from_url(cluster.url),
+        cluster.url,
+        "not-a-valid-token",
+        store_path=home / ".iris" / "tokens.sqlite",
+    )
+    run = subprocess.run(
+        [str(BIN / "zdebug"), "status", target(cluster.url, "/developer/job")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(home), "ZDEBUG_HOME": str(tmp_path)},
+    )
     assert run.returncode != 0 and run.stderr.count("\n") == 1, run.stderr
     assert "requires authentication" in run.stderr and "iris --controller-url" in run.stderr, run.stderr

@@ -28,11 +28,14 @@ class Exploit:
         return os.system, (f"touch {self.path}",)
 
 
-@pytest.mark.parametrize("target, expected", [
-    ("iris://127.0.0.1:10000/alice/job", ("http://127.0.0.1:10000", "/alice/job")),
-    ("iris://https://iris.example.com/alice/job/", ("https://iris.example.com", "/alice/job")),
-    ("iris://http://10.0.0.1:8080/root/p/zephyr-x-p0-a0", ("http://10.0.0.1:8080", "/root/p/zephyr-x-p0-a0")),
-])
+@pytest.mark.parametrize(
+    "target, expected",
+    [
+        ("iris://127.0.0.1:10000/alice/job", ("http://127.0.0.1:10000", "/alice/job")),
+        ("iris://https://iris.example.com/alice/job/", ("https://iris.example.com", "/alice/job")),
+        ("iris://http://10.0.0.1:8080/root/p/zephyr-x-p0-a0", ("http://10.0.0.1:8080", "/root/p/zephyr-x-p0-a0")),
+    ],
+)
 def test_parse_target(target, expected):
     assert iris.parse_target(target) == expected
 
@@ -46,9 +49,15 @@ def test_parse_target_needs_host_and_job(target):
 def test_actor_reply_becomes_plain_data():
     status = JobStatus("stage1-Map \u2192 Write", 3, {"w-0:0": {"state": "busy", "last_seen_ago": 0.5}})
     assert unpickle.plain_data(pickle.dumps(status, protocol=5)) == {
-        "stage": "stage1-Map \u2192 Write", "completed": 3, "fatal_error": None,
-        "workers": {"w-0:0": {"state": "busy", "last_seen_ago": 0.5}}}
-    assert unpickle.plain_data(pickle.dumps({"zephyr/item_count": 7, "n": {1, 2}})) == {"zephyr/item_count": 7, "n": [1, 2]}
+        "stage": "stage1-Map \u2192 Write",
+        "completed": 3,
+        "fatal_error": None,
+        "workers": {"w-0:0": {"state": "busy", "last_seen_ago": 0.5}},
+    }
+    assert unpickle.plain_data(pickle.dumps({"zephyr/item_count": 7, "n": {1, 2}})) == {
+        "zephyr/item_count": 7,
+        "n": [1, 2],
+    }
 
 
 def test_actor_reply_never_runs_code(tmp_path):

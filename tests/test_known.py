@@ -76,14 +76,18 @@ def test_the_seed_fail_loop_keeps_one_finding_with_the_oom_join(jobs):
 def test_older_line_forms_are_read(tmp_path):
     """Ray-prefixed lines, the status form without alive/dead, the driver's RPC retry line and the
     late workers' ConnectError line land in the evidence."""
-    ray = "(tokenized/nemotron_cc/hq_actual_41c5a4e4 pid=49163, ip=10.128.0.167) 2026-02-20 01:50:{s:02d},139 INFO " \
-          "execution.py:1028 "
-    lines = [ray.format(s=35) + "Starting worker group: 512 workers (max_workers=512, num_shards=1376)",
-             ray.format(s=36) + "[stage0-Map → Write] 0/4839 complete, 0 in-flight, 4839 queued, 488 workers",
-             "2026-02-20 01:50:37,108 - WARNING - Operation /rav/x/zephyr-a-p0-a0-coord/zephyr-a-p0-a0-coord-0."
-             "run_pipeline failed (attempt 1/5), retrying in 0.11s: Request timed out",
-             "I20260220 01:50:38 1404 zephyr.execution Worker zephyr--ab-p0-workers-a0-3:0 cannot reach the "
-             "coordinator at http://10.0.0.1:30000: httpx.ConnectError: [Errno 113] No route to host"]
+    ray = (
+        "(tokenized/nemotron_cc/hq_actual_41c5a4e4 pid=49163, ip=10.128.0.167) 2026-02-20 01:50:{s:02d},139 INFO "
+        "execution.py:1028 "
+    )
+    lines = [
+        ray.format(s=35) + "Starting worker group: 512 workers (max_workers=512, num_shards=1376)",
+        ray.format(s=36) + "[stage0-Map → Write] 0/4839 complete, 0 in-flight, 4839 queued, 488 workers",
+        "2026-02-20 01:50:37,108 - WARNING - Operation /rav/x/zephyr-a-p0-a0-coord/zephyr-a-p0-a0-coord-0."
+        "run_pipeline failed (attempt 1/5), retrying in 0.11s: Request timed out",
+        "I20260220 01:50:38 1404 zephyr.execution Worker zephyr--ab-p0-workers-a0-3:0 cannot reach the "
+        "coordinator at http://10.0.0.1:30000: httpx.ConnectError: [Errno 113] No route to host",
+    ]
     (tmp_path / "coordinator.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
     ev = load(str(tmp_path / "coordinator.log"))
     row = ev.status.iloc[-1]

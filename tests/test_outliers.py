@@ -9,37 +9,70 @@ from zephyr_debug.analyze.analysis import analyze
 from zephyr_debug.analyze.tail import episodes
 from zephyr_debug.analyze.thresholds import Thresholds
 from zephyr_debug.findings import CAUSES, ERROR
-from zephyr_debug.model import (ATTEMPT_COLUMNS, SAMPLE_COLUMNS, STATUS_COLUMNS, WORKER_COLUMNS, Evidence,
-                                StageInfo, frame)
+from zephyr_debug.model import (
+    ATTEMPT_COLUMNS,
+    SAMPLE_COLUMNS,
+    STATUS_COLUMNS,
+    WORKER_COLUMNS,
+    Evidence,
+    StageInfo,
+    frame,
+)
 
 T0 = 1_000_000.0
 HB = 5.0  # Zephyr's heartbeat
 
 
 def done(stage, shard, worker, start, secs, items=1000, attempt=0):
-    return {"stage": stage, "shard": shard, "attempt": attempt, "worker": worker, "start_ts": T0 + start,
-            "end_ts": T0 + start + secs, "outcome": "done", "elapsed_s": secs, "items": items, "bytes": items * 50}
+    return {
+        "stage": stage,
+        "shard": shard,
+        "attempt": attempt,
+        "worker": worker,
+        "start_ts": T0 + start,
+        "end_ts": T0 + start + secs,
+        "outcome": "done",
+        "elapsed_s": secs,
+        "items": items,
+        "bytes": items * 50,
+    }
 
 
 def running(stage, shard, worker, start, attempt=0):
-    return {"stage": stage, "shard": shard, "attempt": attempt, "worker": worker, "start_ts": T0 + start,
-            "outcome": "running"}
+    return {
+        "stage": stage,
+        "shard": shard,
+        "attempt": attempt,
+        "worker": worker,
+        "start_ts": T0 + start,
+        "outcome": "running",
+    }
 
 
 def samples(worker, stage, shard, start, stop, items):
     """One heartbeat sample every HB seconds; `items(t)` is the shard's counter at time t."""
-    return [{"ts": T0 + t, "worker": worker, "stage": stage, "shard": shard, "items": items(t), "cpu_pct": 50.0}
-            for t in np.arange(start, stop, HB)]
+    return [
+        {"ts": T0 + t, "worker": worker, "stage": stage, "shard": shard, "items": items(t), "cpu_pct": 50.0}
+        for t in np.arange(start, stop, HB)
+    ]
 
 
 def make(attempts, smp=(), workers=None, state="succeeded", now=None, stages=None, status=(), **config):
     names = sorted({a["worker"] for a in attempts if a["worker"]})
     workers = workers or [{"worker": w, "state": "active", "last_seen_ago": 1.0} for w in names]
     end = max(a.get("end_ts") or a["start_ts"] for a in attempts) if attempts else T0
-    return Evidence(job="job-1", source="test", now=now or end, state=state,
-                    stages=stages or [], attempts=frame(attempts, ATTEMPT_COLUMNS), samples=frame(list(smp), SAMPLE_COLUMNS),
-                    workers=frame(workers, WORKER_COLUMNS), status=frame(list(status), STATUS_COLUMNS + ["items"]),
-                    config={"heartbeat_interval": HB, "heartbeat_timeout": 120.0, **config})
+    return Evidence(
+        job="job-1",
+        source="test",
+        now=now or end,
+        state=state,
+        stages=stages or [],
+        attempts=frame(attempts, ATTEMPT_COLUMNS),
+        samples=frame(list(smp), SAMPLE_COLUMNS),
+        workers=frame(workers, WORKER_COLUMNS),
+        status=frame(list(status), STATUS_COLUMNS + ["items"]),
+        config={"heartbeat_interval": HB, "heartbeat_timeout": 120.0, **config},
+    )
 
 
 def stage_of(n, secs=100.0, workers=4, stage="s0"):
@@ -154,20 +187,50 @@ def coordinator_only(items_while_alone, n=200, workers=20, median=50.0, alone_s=
     rows, t, completed, items = [], 0.0, 0, 0.0
     while completed < n - 1:
         in_flight = workers if n - completed > workers else n - completed
-        rows.append({"ts": T0 + t, "stage": "s0", "completed": completed, "total": n, "in_flight": in_flight,
-                     "queue_depth": max(n - completed - in_flight, 0), "alive": workers, "registered": workers,
-                     "dead": 0, "items": items})
+        rows.append(
+            {
+                "ts": T0 + t,
+                "stage": "s0",
+                "completed": completed,
+                "total": n,
+                "in_flight": in_flight,
+                "queue_depth": max(n - completed - in_flight, 0),
+                "alive": workers,
+                "registered": workers,
+                "dead": 0,
+                "items": items,
+            }
+        )
         t += 5
         completed = min(int(t / median * workers), n - 1)
         items = completed * 1000.0
     start = t
     while t < start + alone_s:
-        rows.append({"ts": T0 + t, "stage": "s0", "completed": n - 1, "total": n, "in_flight": 1, "queue_depth": 0,
-                     "alive": workers, "registered": workers, "dead": 0, "items": items})
+        rows.append(
+            {
+                "ts": T0 + t,
+                "stage": "s0",
+                "completed": n - 1,
+                "total": n,
+                "in_flight": 1,
+                "queue_depth": 0,
+                "alive": workers,
+                "registered": workers,
+                "dead": 0,
+                "items": items,
+            }
+        )
         t += 5
         items += items_while_alone(rate) * 5
-    return Evidence(job="job-1", source="test", now=T0 + t, state="running", status=frame(rows, STATUS_COLUMNS + ["items"]),
-                    stages=[StageInfo("s0", 0, n, start_ts=T0)], config={"heartbeat_interval": HB})
+    return Evidence(
+        job="job-1",
+        source="test",
+        now=T0 + t,
+        state="running",
+        status=frame(rows, STATUS_COLUMNS + ["items"]),
+        stages=[StageInfo("s0", 0, n, start_ts=T0)],
+        config={"heartbeat_interval": HB},
+    )
 
 
 def test_coordinator_only_tail_is_sized_or_frozen_by_its_status_lines():
@@ -182,10 +245,12 @@ def test_coordinator_only_tail_is_sized_or_frozen_by_its_status_lines():
 
 def test_dead_holder_and_all_workers_dead():
     rows = stage_of(8) + [running("s0", 8, "w1", 0)]
-    workers = [{"worker": "w0", "state": "active", "last_seen_ago": 1.0},
-               {"worker": "w1", "state": "active", "last_seen_ago": 500.0},  # silent past the 120 s timeout
-               {"worker": "w2", "state": "active", "last_seen_ago": 2.0},
-               {"worker": "w3", "state": "active", "last_seen_ago": 2.0}]
+    workers = [
+        {"worker": "w0", "state": "active", "last_seen_ago": 1.0},
+        {"worker": "w1", "state": "active", "last_seen_ago": 500.0},  # silent past the 120 s timeout
+        {"worker": "w2", "state": "active", "last_seen_ago": 2.0},
+        {"worker": "w3", "state": "active", "last_seen_ago": 2.0},
+    ]
     found = problems(make(rows, workers=workers, state="running", now=T0 + 900))
     assert [(f.shard, f.kind) for f in found] == [(8, "dead-holder")]
     gone = [{**w, "state": "failed"} for w in workers]
@@ -195,8 +260,10 @@ def test_dead_holder_and_all_workers_dead():
 
 def test_a_log_line_is_not_a_heartbeat():
     rows = stage_of(8) + [running("s0", 8, "w1", 0)]
-    workers = [{"worker": f"w{i}", "state": "busy" if i == 1 else "ready", "last_seen_ago": 900.0 if i == 1 else 1}
-               for i in range(4)]
+    workers = [
+        {"worker": f"w{i}", "state": "busy" if i == 1 else "ready", "last_seen_ago": 900.0 if i == 1 else 1}
+        for i in range(4)
+    ]
     ev = make(rows, workers=workers, state="running", now=T0 + 900)
     ev.heartbeat_ages = False  # a log: w1 wrote nothing since it took the shard
     assert all(f.kind != "dead-holder" for f in problems(ev))
@@ -204,8 +271,10 @@ def test_a_log_line_is_not_a_heartbeat():
 
 def test_crash_loop_counts_limits_and_burned_time():
     fail = {"stage": "s0", "shard": 8, "outcome": "failed", "kind": "task", "elapsed_s": 1800.0}
-    rows = stage_of(8) + [{**fail, "attempt": i, "worker": f"w{i}", "start_ts": T0 + 2000 * i,
-                           "end_ts": T0 + 2000 * i + 1800} for i in range(2)]
+    rows = stage_of(8) + [
+        {**fail, "attempt": i, "worker": f"w{i}", "start_ts": T0 + 2000 * i, "end_ts": T0 + 2000 * i + 1800}
+        for i in range(2)
+    ]
     [f] = problems(make(rows, state="running", now=T0 + 4000))
     assert f.causes == ("crash-loop",) and f.severity == ERROR
     assert f.next[0] == "zdebug crashes job-1 --dedupe --shard 8"
@@ -215,8 +284,10 @@ def test_crash_loop_counts_limits_and_burned_time():
 
 
 def test_tail_episodes_from_status_series():
-    status = [{"ts": T0 + t, "stage": "s0", "in_flight": f, "queue_depth": q}
-              for t, f, q in [(0, 4, 10), (10, 4, 2), (20, 3, 0), (30, 1, 0), (40, 0, 0)]]
+    status = [
+        {"ts": T0 + t, "stage": "s0", "in_flight": f, "queue_depth": q}
+        for t, f, q in [(0, 4, 10), (10, 4, 2), (20, 3, 0), (30, 1, 0), (40, 0, 0)]
+    ]
     ev = make(stage_of(8), status=status, stages=[StageInfo("s0", 0, 8, start_ts=T0, end_ts=T0 + 40)])
     [ep] = episodes(ev)
     assert (ep.start, ep.duration_s, ep.share, ep.in_flight, ep.ongoing) == (T0 + 20, 20.0, 0.5, 3, False)
@@ -227,16 +298,38 @@ def test_contract_and_cause_vocabulary():
     out = analyze(make(rows)).stragglers_json()
     assert {"schema_version", "job", "stages", "tail", "findings"} <= set(out)
     for f in out["findings"]:
-        assert {"shard", "worker", "stage", "cause", "causes", "elapsed_s", "ratio_to_median", "evidence",
-                "next", "severity", "cost"} <= set(f)
+        assert {
+            "shard",
+            "worker",
+            "stage",
+            "cause",
+            "causes",
+            "elapsed_s",
+            "ratio_to_median",
+            "evidence",
+            "next",
+            "severity",
+            "cost",
+        } <= set(f)
         assert f["cause"] == f["causes"][0] and set(f["causes"]) <= set(CAUSES) and isinstance(f["next"], list)
 
 
 def test_a_log_naming_few_workers_is_not_all_workers_dead_while_its_status_says_alive():
     rows = stage_of(8) + [running("s0", 8, "w9", 0)]
     named = [{"worker": "w9", "state": "failed", "last_seen_ago": 500.0}]
-    status = [{"ts": T0 + 900, "stage": "s0", "completed": 8, "total": 9, "in_flight": 1, "queue_depth": 0,
-               "alive": 3000, "registered": 3180, "dead": 180}]
+    status = [
+        {
+            "ts": T0 + 900,
+            "stage": "s0",
+            "completed": 8,
+            "total": 9,
+            "in_flight": 1,
+            "queue_depth": 0,
+            "alive": 3000,
+            "registered": 3180,
+            "dead": 180,
+        }
+    ]
     ev = make(rows, workers=named, state="running", now=T0 + 900, status=status)
     a = analyze(ev)
     assert {f.kind for f in a.problems} == {"dead-holder"} and (a.pool.alive, a.pool.dead) == (3000, 180)

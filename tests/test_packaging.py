@@ -33,13 +33,24 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path):
     wheel = next(dist.glob("zephyr_debug-*.whl"))
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", str(venv))
-    site = Path(run(str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-                .stdout.strip())
+    site = Path(
+        run(str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+    )
     # the dependencies come from this environment's site-packages (a plain path: its .pth files,
     # such as the editable install of the checkout, are not run)
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    run(sys.executable, "-m", "pip", "--python", str(venv / "bin/python"), "install", "-q", "--no-deps",
-        "--no-index", str(wheel))
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        str(venv / "bin/python"),
+        "install",
+        "-q",
+        "--no-deps",
+        "--no-index",
+        str(wheel),
+    )
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ZDEBUG_HOME")}

@@ -13,16 +13,25 @@ from contextlib import ExitStack
 from dataclasses import replace
 
 import pytest
+from conftest import FAST, fast_stages
 
 from zephyr_debug import playbooks
 from zephyr_debug.dashboards.local import LocalPrometheus
 from zephyr_debug.reference import Job, JobConfig, parse_fault
 
-from conftest import FAST, fast_stages
-
 BOOKS = playbooks.all_playbooks()
-PATTERNS = {"straggler", "hung", "worker-death", "oom", "all-workers-dead", "stall", "task-error", "crash-flood",
-            "profil", "prometheus"}
+PATTERNS = {
+    "straggler",
+    "hung",
+    "worker-death",
+    "oom",
+    "all-workers-dead",
+    "stall",
+    "task-error",
+    "crash-flood",
+    "profil",
+    "prometheus",
+}
 
 
 def job_options(book: playbooks.Playbook) -> dict:
@@ -36,8 +45,9 @@ def run_command(line: str, substitutions: dict[str, str], env: dict) -> subproce
     for key, value in substitutions.items():
         line = line.replace(key, value)
     argv = shlex.split(line)
-    return subprocess.run([sys.executable, "-m", "zephyr_debug.cli", *argv[1:]], capture_output=True, text=True,
-                          timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "zephyr_debug.cli", *argv[1:]], capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 def run_commands(book: playbooks.Playbook, substitutions: dict[str, str], env: dict) -> str:
@@ -79,9 +89,15 @@ def test_playbook_commands_run_and_find_what_they_promise(book, reference_job, j
 def test_live_playbook_commands_run_against_a_running_job(book, tmp_path):
     options = job_options(book)
     shards, workers = options.pop("shards", 6), options.pop("workers", 2)
-    config = JobConfig(workers=workers, runner=options.pop("runner", "inline"),
-                       stages=fast_stages(shards, options.pop("rows", 4000), stages=1),
-                       faults=[parse_fault(f) for f in book.faults], root=tmp_path, deadline_s=90, **options)
+    config = JobConfig(
+        workers=workers,
+        runner=options.pop("runner", "inline"),
+        stages=fast_stages(shards, options.pop("rows", 4000), stages=1),
+        faults=[parse_fault(f) for f in book.faults],
+        root=tmp_path,
+        deadline_s=90,
+        **options,
+    )
     env = {**os.environ, "ZDEBUG_HOME": str(tmp_path.parent)}
     with ExitStack() as stack:
         job = Job(config).serve()

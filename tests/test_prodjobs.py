@@ -88,11 +88,18 @@ def test_stuck_status_items_frozen(jobs):
 
 
 def test_scorer_counts_each_shard_and_cause():
-    truth = {"expect": [{"stage": "s", "shard": 1, "cause": "crash-loop"}, {"stage": "s", "shard": 2,
-                                                                             "cause": "crash-loop"}],
-             "job": ["aborted"]}
-    found = [Finding(kind="crash-loop", title="", causes=("crash-loop", "oom"), stage="s", shard=1, shards=(1, 2, 3)),
-             Finding(kind="aborted", title=""), Finding(kind="recovered", title="", severity="info", shard=9)]
+    truth = {
+        "expect": [
+            {"stage": "s", "shard": 1, "cause": "crash-loop"},
+            {"stage": "s", "shard": 2, "cause": "crash-loop"},
+        ],
+        "job": ["aborted"],
+    }
+    found = [
+        Finding(kind="crash-loop", title="", causes=("crash-loop", "oom"), stage="s", shard=1, shards=(1, 2, 3)),
+        Finding(kind="aborted", title=""),
+        Finding(kind="recovered", title="", severity="info", shard=9),
+    ]
     s = score(truth, found)
     assert (s.tp, s.fp, s.fn) == (3, 4, 0)  # (1|2|3, crash-loop|oom): 2 + aborted right; 3 oom/3rd wrong
     assert score(truth, []).fn == 3
@@ -111,6 +118,8 @@ def test_issue15_targets(jobs):
             faulty += Score(s.tp, s.fp, s.fn, [f"{name}: {d}" for d in s.details])
     problems = healthy_fp[:]
     if faulty.precision < TARGET or faulty.recall < TARGET:
-        problems.append(f"precision {faulty.precision:.3f}, recall {faulty.recall:.3f} "
-                        f"(tp {faulty.tp}, fp {faulty.fp}, fn {faulty.fn}); e.g. {faulty.details[:6]}")
+        problems.append(
+            f"precision {faulty.precision:.3f}, recall {faulty.recall:.3f} "
+            f"(tp {faulty.tp}, fp {faulty.fp}, fn {faulty.fn}); e.g. {faulty.details[:6]}"
+        )
     assert not problems, "\n".join(problems)

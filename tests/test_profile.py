@@ -13,6 +13,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import FAST
+from test_cli_foundation import assert_one_line_error, zdebug
 from typer.testing import CliRunner
 
 from zephyr_debug.cli import app
@@ -22,9 +24,6 @@ from zephyr_debug.profile.target import resolve
 from zephyr_debug.reference import Job, JobConfig, StageSpec, parse_fault, shardwork
 from zephyr_debug.sources.live import fetch
 
-from conftest import FAST
-from test_cli_foundation import assert_one_line_error, zdebug
-
 SCHEMA = json.loads(speedscope.SCHEMA_PATH.read_text())
 SHARDWORK = Path(shardwork.__file__).resolve()
 pytestmark = pytest.mark.slow
@@ -33,8 +32,15 @@ pytestmark = pytest.mark.slow
 def start_job(root: Path, runner: str, faults: list[str], shards: int) -> Job:
     """A live job: shard 0 burns CPU, the others sleep per chunk (I/O pacing). Tests abort it."""
     work = {"rows": 2000, "chunk_rows": 200, "chunk_seconds": 0.5}  # I/O-bound even on a loaded machine
-    config = JobConfig(workers=3, runner=runner, stages=[StageSpec("Map", shards, work)], coordinator=FAST,
-                       faults=[parse_fault(f) for f in faults], root=root, deadline_s=600)
+    config = JobConfig(
+        workers=3,
+        runner=runner,
+        stages=[StageSpec("Map", shards, work)],
+        coordinator=FAST,
+        faults=[parse_fault(f) for f in faults],
+        root=root,
+        deadline_s=600,
+    )
     job = Job(config).start()
     threading.Thread(target=job.wait, daemon=True).start()
     return job
@@ -113,8 +119,9 @@ def test_summarize_a_file_and_an_iris_reply(profiles, tmp_path):
     again = cli_json("profile", "summarize", cpu["file"])
     assert again["verdict"] == cpu["verdict"] and again["hot_frame"]["where"] == cpu["hot_frame"]["where"]
     reply = tmp_path / "iris.json"
-    reply.write_text(json.dumps({"profile_data": base64.b64encode(Path(cpu["file"]).read_bytes()).decode(),
-                                 "error": ""}))
+    reply.write_text(
+        json.dumps({"profile_data": base64.b64encode(Path(cpu["file"]).read_bytes()).decode(), "error": ""})
+    )
     got = cli_json("profile", "summarize", str(reply), "-o", str(tmp_path / "d.json"))
     assert got["verdict"] == cpu["verdict"] and got["samples"] == cpu["samples"]
     jsonschema.validate(json.loads((tmp_path / "d.json").read_text()), SCHEMA)
@@ -174,8 +181,9 @@ def test_subprocess_runner_profiles_the_shard_child(jobs_root):
         worker = holders(job, {0})[0]
         pid = fetch(job.url, "/workers")[worker]["pid"]
         deadline = time.time() + 60  # the child first imports pandas: wait until it hashes records
-        while not any(f["name"] == "_expensive_records" for t in pyspy.dump(pid, subprocesses=True)
-                      for f in t["frames"]):
+        while not any(
+            f["name"] == "_expensive_records" for t in pyspy.dump(pid, subprocesses=True) for f in t["frames"]
+        ):
             assert time.time() < deadline, "the shard child never reached _expensive_records"
             time.sleep(0.5)
         out = profile(job, worker)
@@ -190,6 +198,7 @@ def test_subprocess_runner_profiles_the_shard_child(jobs_root):
 
 
 # -- one-line errors ------------------------------------------------------------------------------
+
 
 def test_errors_are_one_line(tmp_path, monkeypatch):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -217,10 +226,24 @@ def test_permission_denied_when_not_allowed_to_ptrace():
     target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         time.sleep(0.3)
-        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                               sys.executable, "-m", "zephyr_debug.cli", "dump", str(target.pid)],
-                              capture_output=True, text=True, cwd="/", timeout=60,
-                              env={**os.environ, "ZDEBUG_HOME": "/tmp"})
+        proc = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                sys.executable,
+                "-m",
+                "zephyr_debug.cli",
+                "dump",
+                str(target.pid),
+            ],
+            capture_output=True,
+            text=True,
+            cwd="/",
+            timeout=60,
+            env={**os.environ, "ZDEBUG_HOME": "/tmp"},
+        )
         assert_one_line_error(proc, f"pid {target.pid}: permission denied (ptrace)")
     finally:
         target.kill()

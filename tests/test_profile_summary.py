@@ -28,10 +28,22 @@ def evented(spans: list[tuple[list[int], float]]) -> dict:
         events += [{"type": "O", "frame": f, "at": at} for f in stack]
         at += seconds
         events += [{"type": "C", "frame": f, "at": at} for f in reversed(stack)]
-    return {"$schema": speedscope.SCHEMA_URL, "activeProfileIndex": None, "exporter": "a tracer",
-            "shared": {"frames": copy.deepcopy(FRAMES)},
-            "profiles": [{"type": "evented", "name": "main thread", "unit": "seconds", "startValue": 0,
-                          "endValue": at, "events": events}]}
+    return {
+        "$schema": speedscope.SCHEMA_URL,
+        "activeProfileIndex": None,
+        "exporter": "a tracer",
+        "shared": {"frames": copy.deepcopy(FRAMES)},
+        "profiles": [
+            {
+                "type": "evented",
+                "name": "main thread",
+                "unit": "seconds",
+                "startValue": 0,
+                "endValue": at,
+                "events": events,
+            }
+        ],
+    }
 
 
 def test_evented_profile_shares_follow_the_spans(tmp_path):
@@ -61,24 +73,55 @@ def test_in_app_rules_are_data():
 
 
 def test_no_samples_is_a_verdict_not_a_crash():
-    doc = speedscope.fix({"$schema": speedscope.SCHEMA_URL, "shared": {"frames": []},
-                          "profiles": [{"type": "sampled", "name": "t", "unit": "seconds", "startValue": 0,
-                                        "endValue": 0, "samples": [], "weights": []}]})
+    doc = speedscope.fix(
+        {
+            "$schema": speedscope.SCHEMA_URL,
+            "shared": {"frames": []},
+            "profiles": [
+                {
+                    "type": "sampled",
+                    "name": "t",
+                    "unit": "seconds",
+                    "startValue": 0,
+                    "endValue": 0,
+                    "samples": [],
+                    "weights": [],
+                }
+            ],
+        }
+    )
     jsonschema.validate(doc, SCHEMA)
     assert summarize(doc)["verdict"] == "no-samples"
 
 
-@pytest.mark.parametrize("breakage, message", [
-    (lambda d: (d["profiles"][0]["samples"].append([0, 99]), d["profiles"][0]["weights"].append(0.01)),
-     "sample 1 is not a list of frame indices below 4"),
-    (lambda d: d["profiles"][0]["weights"].pop(), "same length"),
-    (lambda d: d["profiles"][0].update(type="flamegraph"), "unknown profile type 'flamegraph'"),
-    (lambda d: d["profiles"][0]["weights"].__setitem__(0, "1"), "sample 0"),
-])
+@pytest.mark.parametrize(
+    "breakage, message",
+    [
+        (
+            lambda d: (d["profiles"][0]["samples"].append([0, 99]), d["profiles"][0]["weights"].append(0.01)),
+            "sample 1 is not a list of frame indices below 4",
+        ),
+        (lambda d: d["profiles"][0]["weights"].pop(), "same length"),
+        (lambda d: d["profiles"][0].update(type="flamegraph"), "unknown profile type 'flamegraph'"),
+        (lambda d: d["profiles"][0]["weights"].__setitem__(0, "1"), "sample 0"),
+    ],
+)
 def test_malformed_files_are_one_line_errors(tmp_path, breakage, message):
-    doc = {"$schema": speedscope.SCHEMA_URL, "shared": {"frames": copy.deepcopy(FRAMES)},
-           "profiles": [{"type": "sampled", "name": "t", "unit": "seconds", "startValue": 0, "endValue": 0.01,
-                         "samples": [[0, 1]], "weights": [0.01]}]}
+    doc = {
+        "$schema": speedscope.SCHEMA_URL,
+        "shared": {"frames": copy.deepcopy(FRAMES)},
+        "profiles": [
+            {
+                "type": "sampled",
+                "name": "t",
+                "unit": "seconds",
+                "startValue": 0,
+                "endValue": 0.01,
+                "samples": [[0, 1]],
+                "weights": [0.01],
+            }
+        ],
+    }
     breakage(doc)
     path = tmp_path / "p.json"
     path.write_text(json.dumps(doc))

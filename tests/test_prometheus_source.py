@@ -17,7 +17,9 @@ from zephyr_debug.dashboards.local import LocalPrometheus, free_port
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.sources import load, prometheus
 
-needs_prometheus = pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus missing (.ci/run installs it)")
+needs_prometheus = pytest.mark.skipif(
+    shutil.which("prometheus") is None, reason="prometheus missing (.ci/run installs it)"
+)
 
 
 def test_targets_round_trip_and_bad_ones_are_one_line_errors():
@@ -25,10 +27,12 @@ def test_targets_round_trip_and_bad_ones_are_one_line_errors():
     assert spec == "prometheus+http://127.0.0.1:9090/prom?run=20261203-032904-2d03707b"
     assert prometheus.parse(spec) == ("http://127.0.0.1:9090/prom", "20261203-032904-2d03707b", "7d")
     assert prometheus.parse("prometheus+https://p:9090?window=2h") == ("https://p:9090", None, "2h")
-    for bad, needle in [("prometheus+ftp://x", "expected prometheus+http"),
-                        ("prometheus+http://x:1?run=a&limit=3", "unknown parameter(s) limit"),
-                        ('prometheus+http://x:1?run=a"}or{x="', "is not an execution id"),
-                        ("prometheus+http://x:1?window=5", "not a Prometheus duration")]:
+    for bad, needle in [
+        ("prometheus+ftp://x", "expected prometheus+http"),
+        ("prometheus+http://x:1?run=a&limit=3", "unknown parameter(s) limit"),
+        ('prometheus+http://x:1?run=a"}or{x="', "is not an execution id"),
+        ("prometheus+http://x:1?window=5", "not a Prometheus duration"),
+    ]:
         with pytest.raises(ZdebugError) as err:
             load(bad)
         assert needle in str(err.value) and "\n" not in str(err.value)
@@ -45,9 +49,21 @@ def test_job_or_prometheus_options():
 
 def test_unreachable_prometheus_is_a_one_line_error():
     port = free_port()
-    proc = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "stragglers", "--prometheus",
-                           f"http://127.0.0.1:{port}", "--run", "x-20261203-032904-2d03707b"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zephyr_debug.cli",
+            "stragglers",
+            "--prometheus",
+            f"http://127.0.0.1:{port}",
+            "--run",
+            "x-20261203-032904-2d03707b",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 3 and proc.stdout == ""  # unreachable source
     assert proc.stderr.count("\n") == 1 and "Prometheus unreachable" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -65,9 +81,29 @@ def test_a_run_prometheus_never_saw_is_named_in_the_error(tmp_path):
 @needs_prometheus
 def test_observe_serves_the_demo_run_until_ctrl_c(tmp_path):
     env = {**os.environ, "ZDEBUG_HOME": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "zephyr_debug.cli", "observe", "--port", "0", "--json",
-                             "--workers", "2", "--shards", "4", "--rows", "2000", "-f", "exception:1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "zephyr_debug.cli",
+            "observe",
+            "--port",
+            "0",
+            "--json",
+            "--workers",
+            "2",
+            "--shards",
+            "4",
+            "--rows",
+            "2000",
+            "-f",
+            "exception:1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         lines = []
         while not lines or lines[-1] != "}\n":  # the JSON, printed when the job ends

@@ -50,8 +50,13 @@ def test_captures_are_committed():
 @pytest.mark.parametrize("name", NAMES)
 def test_shard_findings_match_the_truth(name):
     want = {(e["stage"], e["shard"], e["cause"]) for e in truth(name)["expect"]}
-    got = {(f.stage, s, c) for f in findings(name) if f.shard is not None and f.severity in SEVERE
-           for s in f.all_shards for c in causes(f)}
+    got = {
+        (f.stage, s, c)
+        for f in findings(name)
+        if f.shard is not None and f.severity in SEVERE
+        for s in f.all_shards
+        for c in causes(f)
+    }
     assert got == want, f"{name}: reported {sorted(got)}, truth {sorted(want)}"
 
 
@@ -68,18 +73,23 @@ def test_healthy_captures_have_no_warning(name):
 
 @pytest.mark.parametrize("name,info", [(n, i) for n in NAMES for i in truth(n)["info"]])
 def test_recovered_shards_are_information(name, info):
-    assert any(f.kind == info["kind"] and f.severity not in SEVERE and info["shard"] in f.all_shards
-               for f in findings(name)), f"{name}: shard {info['shard']} not reported as {info['kind']}"
+    assert any(
+        f.kind == info["kind"] and f.severity not in SEVERE and info["shard"] in f.all_shards for f in findings(name)
+    ), f"{name}: shard {info['shard']} not reported as {info['kind']}"
 
 
 def shape(ev, truth: dict) -> dict:
     """What must not drift between a committed capture and a fresh run of its scenario."""
     faulty = {e["shard"] for e in truth["expect"] + truth["info"]}
     attempts = ev.attempts
-    return {"state": ev.state, "stages": sorted(set(attempts["stage"].dropna())),
-            "total": int(ev.status["total"].max()), "shards": int(attempts["shard"].nunique()),
-            "faulty": {s: sorted(attempts[attempts["shard"] == s]["outcome"]) for s in sorted(faulty)},
-            "fatal": (ev.fatal_error or "").split(",")[0]}
+    return {
+        "state": ev.state,
+        "stages": sorted(set(attempts["stage"].dropna())),
+        "total": int(ev.status["total"].max()),
+        "shards": int(attempts["shard"].nunique()),
+        "faulty": {s: sorted(attempts[attempts["shard"] == s]["outcome"]) for s in sorted(faulty)},
+        "fatal": (ev.fatal_error or "").split(",")[0],
+    }
 
 
 @pytest.mark.slow

@@ -35,8 +35,12 @@ def real(tmp_path_factory) -> dict[str, Path]:
         out = root / name
         out.mkdir()
         log = open(out / "coordinator.log", "wb")
-        procs[name] = (subprocess.Popen([sys.executable, str(DRIVER), name, str(out)], stdout=log,
-                                        stderr=subprocess.STDOUT, env=env), log)
+        procs[name] = (
+            subprocess.Popen(
+                [sys.executable, str(DRIVER), name, str(out)], stdout=log, stderr=subprocess.STDOUT, env=env
+            ),
+            log,
+        )
     for name, (proc, log) in procs.items():
         proc.wait(timeout=400)
         log.close()
@@ -107,10 +111,13 @@ def assert_crash_group(job: Path, kind: str, exception: str, shard: int) -> None
     assert all(m.startswith(str(job / "coordinator.log") + ":") for m in group["members"])
 
 
-@pytest.mark.parametrize("scenario,kind,code,marker,exception", [
-    ("sigkill", "oom", -9, "killed by SIGKILL", "MemoryError"),
-    ("segv", "segv", -11, "Fatal Python error: Segmentation fault", "SIGSEGV"),
-])
+@pytest.mark.parametrize(
+    "scenario,kind,code,marker,exception",
+    [
+        ("sigkill", "oom", -9, "killed by SIGKILL", "MemoryError"),
+        ("segv", "segv", -11, "Fatal Python error: Segmentation fault", "SIGSEGV"),
+    ],
+)
 def test_subprocess_shard_deaths(real, scenario, kind, code, marker, exception):
     status = zdebug("status", str(real[scenario]))
     assert status["state"] == "failed" and "Shard 1 failed 3 times" in status["fatal_error"]

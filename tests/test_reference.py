@@ -9,20 +9,20 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from zephyr_debug import jobstore
-from zephyr_debug.reference import CoordinatorConfig
-from zephyr_debug import zephyrlog
-from zephyr_debug.sources import load
-
 from conftest import FAST
+
+from zephyr_debug import jobstore, zephyrlog
+from zephyr_debug.reference import CoordinatorConfig
+from zephyr_debug.sources import load
 
 pytestmark = pytest.mark.slow
 
 PREFIX = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) zephyr\.execution: "
-STATUS_RE = re.compile(PREFIX + r"\[(?P<exec>[\w-]+)\] \[(?P<stage>stage\d+-[^\]]+)\] (?P<done>\d+)/(?P<total>\d+) "
-                       r"complete, \d+ in-flight, \d+ queued, \d+/\d+ workers alive, \d+ dead"
-                       r"(; items=\S+ \(\S+/s\), bytes_processed=\S+ \S+ \(\S+ \S+/s\))?$")
+STATUS_RE = re.compile(
+    PREFIX + r"\[(?P<exec>[\w-]+)\] \[(?P<stage>stage\d+-[^\]]+)\] (?P<done>\d+)/(?P<total>\d+) "
+    r"complete, \d+ in-flight, \d+ queued, \d+/\d+ workers alive, \d+ dead"
+    r"(; items=\S+ \(\S+/s\), bytes_processed=\S+ \S+ \(\S+ \S+/s\))?$"
+)
 
 
 def events(job_dir: Path, type_: str | None = None) -> list[dict]:
@@ -45,8 +45,11 @@ def test_every_shard_completes_exactly_once_when_workers_are_killed(reference_jo
     assert len(infra) == 2
     log = coordinator_log(result.job_dir)
     assert "re-registering (likely reconstructed), updating handle" in log
-    assert re.search(r"Shard \d+ requeued from worker \S+ due to infra failure \(preemption/heartbeat\)\. "
-                     r"Total generation: 1, task errors so far: 0/3, infra-while-in-flight: 1/20\.", log)
+    assert re.search(
+        r"Shard \d+ requeued from worker \S+ due to infra failure \(preemption/heartbeat\)\. "
+        r"Total generation: 1, task errors so far: 0/3, infra-while-in-flight: 1/20\.",
+        log,
+    )
     exits = [e for e in events(result.job_dir, "worker_exit") if e["returncode"] == -9]
     assert len(exits) == 2
 
@@ -60,7 +63,9 @@ def test_status_lines_use_zephyrs_exact_format(reference_job):
         first_of_stage.setdefault(STATUS_RE.match(ln)["stage"], ln)
     assert all("; items=" not in ln for ln in first_of_stage.values())  # a stage's first line has no throughput
     assert any("; items=" in ln for ln in lines)
-    assert re.search(PREFIX + r"\[[\w-]+\] Starting stage stage0-Map \(Map\) with 4 tasks$", coordinator_log(result.job_dir), re.M)
+    assert re.search(
+        PREFIX + r"\[[\w-]+\] Starting stage stage0-Map \(Map\) with 4 tasks$", coordinator_log(result.job_dir), re.M
+    )
     assert jobstore.looks_like_execution_id(result.execution_id)
     worker_log = next((result.job_dir / "workers").glob("*.log")).read_text()
     assert re.search(r"\] Executing stage stage0-Map shard \d+ \(attempt 0\)", worker_log)
@@ -68,8 +73,9 @@ def test_status_lines_use_zephyrs_exact_format(reference_job):
 
 
 def test_subprocess_runner_turns_sigkill_into_memoryerror_and_keeps_segfault_dumps(reference_job):
-    result = reference_job("oom:1", "segfault:2", "exception:3", runner="subprocess", workers=3, shards=6,
-                           memory_limit_mb=300)
+    result = reference_job(
+        "oom:1", "segfault:2", "exception:3", runner="subprocess", workers=3, shards=6, memory_limit_mb=300
+    )
     assert result.state == "succeeded"
     failed = {e["shard"]: e for e in events(result.job_dir, "shard_failed")}
     assert {s: failed[s]["kind"] for s in (1, 2, 3)} == {1: "task", 2: "task", 3: "task"}
@@ -78,8 +84,10 @@ def test_subprocess_runner_turns_sigkill_into_memoryerror_and_keeps_segfault_dum
     assert oom["returncode"] == -9 and oom["failure"] == "oom"
     assert oom["peak_rss_bytes"] > 300 << 20  # the child's own peak, from wait4
     oom_text = Path(oom["crash_file"]).read_text()
-    assert ("MemoryError: Subprocess for shard 1 was killed by SIGKILL (returncode -9); "
-            "most likely OOM-killed by the kernel.") in oom_text
+    assert (
+        "MemoryError: Subprocess for shard 1 was killed by SIGKILL (returncode -9); "
+        "most likely OOM-killed by the kernel."
+    ) in oom_text
     assert "Traceback (most recent call last):" in oom_text
     assert "Out of memory: Killed process" in (result.job_dir / "kernel.log").read_text()
     assert events(result.job_dir, "oom_kill")[0]["rss_bytes"] > 300 << 20
@@ -90,8 +98,10 @@ def test_subprocess_runner_turns_sigkill_into_memoryerror_and_keeps_segfault_dum
     assert "Fatal Python error: Segmentation fault" in segv_text
     assert re.search(r"(Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):", segv_text)
     assert "_native_decode" in segv_text
-    assert ("RuntimeError: Subprocess for shard 2 exited with code -11; see worker stderr above for the "
-            "faulthandler traceback.") in segv_text
+    assert (
+        "RuntimeError: Subprocess for shard 2 exited with code -11; see worker stderr above for the "
+        "faulthandler traceback."
+    ) in segv_text
 
     exc_text = Path(failed[3]["crash_file"]).read_text()
     assert "KeyError: 'user_id'" in exc_text
@@ -116,10 +126,16 @@ def test_crash_loop_aborts_after_three_task_failures(reference_job):
 
 
 def test_inline_oom_kills_the_worker_and_loops_as_infra_until_the_limit(reference_job):
-    coordinator = CoordinatorConfig(heartbeat_interval=0.2, heartbeat_timeout=4.0, status_interval=0.25,
-                                    no_workers_timeout=5.0, max_infra_failures=3)
-    result = reference_job("oom:1:always", workers=2, shards=3, stages=1, memory_limit_mb=300,
-                           coordinator=coordinator, respawn_delay_s=0.2)
+    coordinator = CoordinatorConfig(
+        heartbeat_interval=0.2,
+        heartbeat_timeout=4.0,
+        status_interval=0.25,
+        no_workers_timeout=5.0,
+        max_infra_failures=3,
+    )
+    result = reference_job(
+        "oom:1:always", workers=2, shards=3, stages=1, memory_limit_mb=300, coordinator=coordinator, respawn_delay_s=0.2
+    )
     assert result.state == "failed"
     assert result.fatal_error.startswith("Shard 1 crashed its worker 3 times (max 3 infra failures while in flight)")
     infra = [e for e in events(result.job_dir, "shard_failed") if e["shard"] == 1]
@@ -127,9 +143,12 @@ def test_inline_oom_kills_the_worker_and_loops_as_infra_until_the_limit(referenc
     kills = events(result.job_dir, "oom_kill")
     assert len(kills) >= 3 and all(k["is_worker"] for k in kills)  # inline: the worker itself is killed
     log = coordinator_log(result.job_dir)
-    assert re.search(r"Shard 1 has been in flight during 3 infra failures \(max 3\); treating as a deterministic "
-                     r"crasher \(likely native SIGSEGV / OOM in shard code\) and aborting pipeline\. "
-                     r"Last failure on worker \S+\.", log)
+    assert re.search(
+        r"Shard 1 has been in flight during 3 infra failures \(max 3\); treating as a deterministic "
+        r"crasher \(likely native SIGSEGV / OOM in shard code\) and aborting pipeline\. "
+        r"Last failure on worker \S+\.",
+        log,
+    )
 
 
 def test_heartbeat_timeout_requeues_the_held_shard(reference_job):
@@ -214,10 +233,16 @@ def test_a_timed_hang_blocks_once_for_its_length(reference_job):
 
 
 def test_inline_oom_attempts_read_back_as_oom(reference_job):
-    coordinator = CoordinatorConfig(heartbeat_interval=0.2, heartbeat_timeout=4.0, status_interval=0.25,
-                                    no_workers_timeout=5.0, max_infra_failures=3)
-    result = reference_job("oom:1:always", workers=2, shards=3, stages=1, memory_limit_mb=300,
-                           coordinator=coordinator, respawn_delay_s=0.2)
+    coordinator = CoordinatorConfig(
+        heartbeat_interval=0.2,
+        heartbeat_timeout=4.0,
+        status_interval=0.25,
+        no_workers_timeout=5.0,
+        max_infra_failures=3,
+    )
+    result = reference_job(
+        "oom:1:always", workers=2, shards=3, stages=1, memory_limit_mb=300, coordinator=coordinator, respawn_delay_s=0.2
+    )
     failed = load(str(result.job_dir)).attempts.query("outcome == 'failed'")
     assert list(failed["shard"]) == [1, 1, 1]
     assert set(failed["kind"]) == {"infra"} and set(failed["failure"]) == {"oom"}

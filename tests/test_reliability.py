@@ -18,12 +18,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import requests
+from conftest import FAST, fast_stages
+from test_fuzz_corpus import FORMS, check, run_inprocess
 
 from zephyr_debug import jobstore
 from zephyr_debug.reference import Job, JobConfig
-
-from conftest import FAST, fast_stages
-from test_fuzz_corpus import FORMS, check, run_inprocess
 
 ROOT = Path(__file__).parent.parent
 ZDEBUG = [sys.executable, "-m", "zephyr_debug.cli"]
@@ -45,8 +44,16 @@ def _kill_group(pid: int) -> bool:
 @pytest.mark.timeout(300)
 def test_workers_killed_mid_shard_again_and_again_lose_and_double_nothing(tmp_path):
     rows, shards = 3000, 12
-    config = JobConfig(workers=3, runner="inline", stages=fast_stages(shards, rows, chunk_seconds=0.1),
-                       coordinator=FAST, root=tmp_path, deadline_s=240, respawn=True, respawn_delay_s=0.3)
+    config = JobConfig(
+        workers=3,
+        runner="inline",
+        stages=fast_stages(shards, rows, chunk_seconds=0.1),
+        coordinator=FAST,
+        root=tmp_path,
+        deadline_s=240,
+        respawn=True,
+        respawn_delay_s=0.3,
+    )
     job = Job(config).start()
     waiter = threading.Thread(target=job.wait, daemon=True)
     waiter.start()
@@ -59,8 +66,11 @@ def test_workers_killed_mid_shard_again_and_again_lose_and_double_nothing(tmp_pa
                 workers = requests.get(job.url + "/workers", timeout=5).json()
             except requests.ConnectionError:  # the job ended meanwhile
                 break
-            busy = [(wid, w) for wid, w in workers.items()
-                    if w["state"] == "active" and w.get("shard") is not None and w.get("items")]
+            busy = [
+                (wid, w)
+                for wid, w in workers.items()
+                if w["state"] == "active" and w.get("shard") is not None and w.get("items")
+            ]
             procs = {w.id: w.proc for w in job.workers if w.proc and w.proc.poll() is None}
             busy = [(wid, w) for wid, w in busy if wid in procs and procs[wid].pid == w["pid"]]
             if busy:
@@ -85,7 +95,12 @@ def test_workers_killed_mid_shard_again_and_again_lose_and_double_nothing(tmp_pa
     total_rows = 0
     for e in events(job_dir, "shard_done"):
         index = starts[e["stage"]][0]
-        out = job_dir / "scratch" / e["worker"].replace(":", "_") / f"stage{index}-shard{e['shard']:05d}-a{e['attempt']}.parquet"
+        out = (
+            job_dir
+            / "scratch"
+            / e["worker"].replace(":", "_")
+            / f"stage{index}-shard{e['shard']:05d}-a{e['attempt']}.parquet"
+        )
         assert pq.read_metadata(out).num_rows > 0
         total_rows += e["items"]
     assert total_rows == sum(total for _, total in starts.values()) * rows
@@ -100,8 +115,10 @@ def test_workers_killed_mid_shard_again_and_again_lose_and_double_nothing(tmp_pa
 def killed_job(tmp_path_factory) -> Path:
     """A job whose launcher (coordinator) was SIGKILLed mid-stage, with some shards done."""
     root = tmp_path_factory.mktemp("killed")
-    script = ("import sys; from pathlib import Path; sys.path.insert(0, 'tests'); from conftest import run_reference;"
-              f"run_reference(Path({str(root)!r}), ('hang:3',), workers=2, shards=8, stages=1)")
+    script = (
+        "import sys; from pathlib import Path; sys.path.insert(0, 'tests'); from conftest import run_reference;"
+        f"run_reference(Path({str(root)!r}), ('hang:3',), workers=2, shards=8, stages=1)"
+    )
     launcher = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
     job_dir = None
     try:
@@ -127,8 +144,18 @@ def test_after_the_coordinator_is_killed_every_command_reads_the_job_as_interrup
     code, out, err = run_inprocess([*argv, "--json"])
     assert check(argv, code, out, err) is None
     if code != 0:  # commands that need a live job say why they cannot act, in one line
-        assert any(word in err for word in ("not running", "interrupted", "not a pid", "no shard in flight",
-                                             "cannot read", "no such playbook", "no playbook")), err
+        assert any(
+            word in err
+            for word in (
+                "not running",
+                "interrupted",
+                "not a pid",
+                "no shard in flight",
+                "cannot read",
+                "no such playbook",
+                "no playbook",
+            )
+        ), err
         return
     data = json.loads(out)
     states = _values(data, "state")
@@ -153,9 +180,11 @@ def _values(data, key: str) -> set:
 
 def _limited(max_bytes: int):
     """preexec_fn: files may not grow past max_bytes (EFBIG, like a full disk), SIGXFSZ ignored."""
+
     def apply() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+
     return apply
 
 
@@ -169,8 +198,25 @@ def _one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> str:
     return errors[0]
 
 
-DEMO = ["demo", "--workers", "2", "--shards", "4", "--rows", "2000", "--runner", "inline", "--no-faults",
-        "--heartbeat", "0.2", "--heartbeat-timeout", "2", "--deadline", "60", "--no-show"]
+DEMO = [
+    "demo",
+    "--workers",
+    "2",
+    "--shards",
+    "4",
+    "--rows",
+    "2000",
+    "--runner",
+    "inline",
+    "--no-faults",
+    "--heartbeat",
+    "0.2",
+    "--heartbeat-timeout",
+    "2",
+    "--deadline",
+    "60",
+    "--no-show",
+]
 
 
 @pytest.mark.parametrize("home", ["a-file", "/dev/full"])
@@ -178,17 +224,29 @@ def test_unwritable_job_store_is_a_one_line_error(home, tmp_path):
     if home == "a-file":
         home = tmp_path / "a-file"
         home.write_text("not a dir")
-    proc = subprocess.run([*ZDEBUG, *DEMO], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "ZDEBUG_HOME": str(home)}, cwd=tmp_path)
+    proc = subprocess.run(
+        [*ZDEBUG, *DEMO],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ZDEBUG_HOME": str(home)},
+        cwd=tmp_path,
+    )
     _one_line_error(proc, str(home), "cannot write job store")
 
 
 @pytest.mark.slow
 def test_disk_full_while_the_job_runs_is_a_one_line_error_and_leaves_no_workers(tmp_path):
     """The event log hits the file size limit mid-job (EFBIG, as a full disk gives ENOSPC)."""
-    proc = subprocess.Popen([*ZDEBUG, *DEMO], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "ZDEBUG_HOME": str(tmp_path)}, preexec_fn=_limited(6_000),
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*ZDEBUG, *DEMO],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "ZDEBUG_HOME": str(tmp_path)},
+        preexec_fn=_limited(6_000),
+        start_new_session=True,
+    )
     out, err = proc.communicate(timeout=150)
     error = _one_line_error(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), "events.jsonl")
     assert "File too large" in error or "No space" in error, error

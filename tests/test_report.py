@@ -24,7 +24,7 @@ PLOTLY_BYTES = len(get_plotlyjs().encode())
 
 
 def rgb(color: str) -> tuple[int, int, int]:
-    return tuple(int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))
 
 
 def chromium(page: Path, tmp_path: Path) -> tuple[str, str, Image.Image]:
@@ -81,7 +81,7 @@ def test_report_of_a_skewed_job_highlights_the_straggler_in_chromium(reference_j
     top = next(f for f in found if f["shard"] is not None)
     assert re.search(rf'class="annotation-text"[^>]*data-unformatted="shard {top["shard"]} · {top["kind"]}"', dom)
     for f in found:
-        assert f'sev-{f["severity"]}' in dom and all(f"<code>{step}</code>" in dom for step in f["next"]), f
+        assert f"sev-{f['severity']}" in dom and all(f"<code>{step}</code>" in dom for step in f["next"]), f
     assert dom.count('class="jump"') >= sum(f["shard"] is not None for f in found)
 
 
@@ -106,7 +106,7 @@ def test_5000_shards_on_200_workers_stay_light_and_render(tmp_path):
     assert_not_blank(image)
     assert "top 10 of 200 workers" in dom
     assert f"{ATTEMPT_ROWS:,} of {len(ev.attempts):,} attempts shown" in dom
-    attempt_rows = dom[dom.index('id="attempts"'):dom.index("<h2>Crash groups")].count("<tr><td>Map</td>")
+    attempt_rows = dom[dom.index('id="attempts"') : dom.index("<h2>Crash groups")].count("<tr><td>Map</td>")
     assert attempt_rows == ATTEMPT_ROWS, attempt_rows
 
 
@@ -128,7 +128,7 @@ def test_pixels_labels_sorting_and_jumps_in_a_driven_chromium(tmp_path):
         hidden = int(b.js("document.getElementById('fig-0').dataset.labelsHidden"))
         assert boxes and len(boxes) + hidden == 4, (boxes, hidden)
         for i, p in enumerate(boxes):
-            for q in boxes[i + 1:]:
+            for q in boxes[i + 1 :]:
                 assert not (p[0] < q[2] and q[0] < p[2] and p[1] < q[3] and q[1] < p[3]), (p, q)
         # Pixels: the flagged outline's colour is on the straggler's bar edges, the done colour inside it.
         b.js("document.getElementById('fig-0').scrollIntoView()")
@@ -148,26 +148,34 @@ def test_pixels_labels_sorting_and_jumps_in_a_driven_chromium(tmp_path):
         # A TASK failure's colour is on the timeline too.
         assert share_near(image, (0, 0, image.width, image.height), OUTCOMES["task"][1], tol=8) > 0
         # Sorting: a click on the attempt table's "seconds" header sorts the rows, a second click reverses them.
-        column = b.js("Array.from(document.querySelectorAll('#attempts th')).findIndex(function (th) {"
-                      " return th.textContent === 'seconds'; })")
+        column = b.js(
+            "Array.from(document.querySelectorAll('#attempts th')).findIndex(function (th) {"
+            " return th.textContent === 'seconds'; })"
+        )
 
         def seconds() -> list[float]:
-            return b.js(f"Array.from(document.querySelectorAll('#attempts tbody tr')).map(function (tr) {{"
-                        f" return Number(tr.cells[{column}].dataset.v); }})")
+            return b.js(
+                f"Array.from(document.querySelectorAll('#attempts tbody tr')).map(function (tr) {{"
+                f" return Number(tr.cells[{column}].dataset.v); }})"
+            )
 
         before = seconds()
         for direction in (1, -1):
             b.js(f"document.querySelectorAll('#attempts th')[{column}].scrollIntoView({{block: 'center'}})")
-            th = b.js(f"(function () {{ const r = document.querySelectorAll('#attempts th')[{column}]"
-                      ".getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+            th = b.js(
+                f"(function () {{ const r = document.querySelectorAll('#attempts th')[{column}]"
+                ".getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+            )
             b.click(*th)
             after = seconds()
             assert after == sorted(before, reverse=direction < 0) and after != before, after[:5]
         # A finding's link scrolls its timeline into view and outlines its bar with a shape.
         b.js("window.scrollTo(0, document.body.scrollHeight)")
-        link = b.js("(function () { const a = document.querySelector('a.jump'); a.scrollIntoView({block: 'center'});"
-                    " const r = a.getBoundingClientRect(); return [r.left + 5, r.top + r.height / 2,"
-                    " a.dataset.fig, Number(a.dataset.x1)]; })()")
+        link = b.js(
+            "(function () { const a = document.querySelector('a.jump'); a.scrollIntoView({block: 'center'});"
+            " const r = a.getBoundingClientRect(); return [r.left + 5, r.top + r.height / 2,"
+            " a.dataset.fig, Number(a.dataset.x1)]; })()"
+        )
         b.click(link[0], link[1])
         shapes = b.js(f"document.getElementById('{link[2]}').layout.shapes.map(function (s) {{ return s.x1; }})")
         assert shapes == [pytest.approx(link[3], abs=0.01)]
@@ -176,13 +184,26 @@ def test_pixels_labels_sorting_and_jumps_in_a_driven_chromium(tmp_path):
 
 
 def test_outcomes_get_their_own_colour_from_what_the_evidence_recorded():
-    a = pd.DataFrame({"outcome": ["done", "failed", "failed", "failed", "failed", "failed", "requeued", "running",
-                                  "stale", "failed"],
-                      "kind": [None, "task", "infra", "infra", "task", "task", "infra", None, None, "infra"],
-                      "failure": [None, "exception", "oom", None, "segv", "exit", None, None, None, None],
-                      "returncode": [None, 1, None, None, -11, 3, None, None, None, -9]})
-    assert list(outcome_keys(a)) == ["done", "task", "oom", "lost", "crash", "crash", "lost", "running", "stale",
-                                     "oom"]
+    a = pd.DataFrame(
+        {
+            "outcome": [
+                "done",
+                "failed",
+                "failed",
+                "failed",
+                "failed",
+                "failed",
+                "requeued",
+                "running",
+                "stale",
+                "failed",
+            ],
+            "kind": [None, "task", "infra", "infra", "task", "task", "infra", None, None, "infra"],
+            "failure": [None, "exception", "oom", None, "segv", "exit", None, None, None, None],
+            "returncode": [None, 1, None, None, -11, 3, None, None, None, -9],
+        }
+    )
+    assert list(outcome_keys(a)) == ["done", "task", "oom", "lost", "crash", "crash", "lost", "running", "stale", "oom"]
     assert len({color for _, color in OUTCOMES.values()} | {FLAGGED}) == len(OUTCOMES) + 1
     ev = big_evidence(shards=40, workers=4, straggler=39)
     ev.attempts.loc[ev.attempts["outcome"] == "failed", ["kind", "error"]] = ["infra", "worker lost"]
@@ -193,8 +214,11 @@ def test_outcomes_get_their_own_colour_from_what_the_evidence_recorded():
     # Hovers carry items, bytes, peak RSS, the failure text and the 1-based attempt.
     lost = next(t for t in spec["data"] if t["name"] == "worker lost / requeued")
     _, attempt, _, detail, error = lost["customdata"][0]
-    assert attempt == 1 and error == "worker lost" and re.fullmatch(r"1,000 items · 48\.8 KB · peak RSS \d+\.\d MB",
-                                                                    detail), detail
+    assert (
+        attempt == 1
+        and error == "worker lost"
+        and re.fullmatch(r"1,000 items · 48\.8 KB · peak RSS \d+\.\d MB", detail)
+    ), detail
 
 
 def test_summary_metrics_are_the_quantiles_of_the_finished_attempts():
@@ -247,8 +271,9 @@ def test_unwritable_output_is_a_one_line_error(tmp_path):
 
 def test_report_of_a_zephyr_log_lands_next_to_where_it_is_run(tmp_path):
     log = Path(__file__).parent / "data" / "formats" / "coordinator_pypi.log"
-    proc = subprocess.run([*ZDEBUG, "report", str(log.resolve())], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=120)
+    proc = subprocess.run(
+        [*ZDEBUG, "report", str(log.resolve())], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     written = list(tmp_path.glob("zdebug-report-*.html"))
     assert len(written) == 1 and str(written[0]) in proc.stdout.replace("\n", "")

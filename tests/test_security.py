@@ -17,20 +17,38 @@ from pathlib import Path
 
 import pytest
 import requests
+from test_fuzz_corpus import ESC, FORMS, check, run_inprocess
 
 import zephyr_debug
 from zephyr_debug import jobstore
 from zephyr_debug.sources import jobdir, unpickle
 
-from test_fuzz_corpus import ESC, FORMS, check, run_inprocess
-
 PACKAGE = Path(zephyr_debug.__file__).parent
 ZDEBUG = [sys.executable, "-m", "zephyr_debug.cli"]
 # Calls that run code or rebuild arbitrary objects from data.
-FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "pickle.load", "pickle.loads", "marshal.load",
-                   "marshal.loads", "yaml.load", "yaml.unsafe_load", "yaml.full_load", "pd.read_pickle",
-                   "pandas.read_pickle", "shelve.open", "dill.load", "dill.loads", "cloudpickle.load",
-                   "cloudpickle.loads", "jsonpickle.decode", "os.system", "os.popen"}
+FORBIDDEN_CALLS = {
+    "eval",
+    "exec",
+    "compile",
+    "__import__",
+    "pickle.load",
+    "pickle.loads",
+    "marshal.load",
+    "marshal.loads",
+    "yaml.load",
+    "yaml.unsafe_load",
+    "yaml.full_load",
+    "pd.read_pickle",
+    "pandas.read_pickle",
+    "shelve.open",
+    "dill.load",
+    "dill.loads",
+    "cloudpickle.load",
+    "cloudpickle.loads",
+    "jsonpickle.decode",
+    "os.system",
+    "os.popen",
+}
 
 
 def _dotted(node: ast.AST) -> str:
@@ -79,13 +97,37 @@ def test_a_malicious_pickled_actor_reply_runs_nothing(tmp_path):
 
 
 def test_servers_bind_loopback_unless_told_and_warn_otherwise(reference_job, tmp_path):
-    start = next(e for e in jobstore.read_events(reference_job(workers=2, shards=4).job_dir / jobstore.EVENTS)
-                 if e["type"] == "job_start")
+    start = next(
+        e
+        for e in jobstore.read_events(reference_job(workers=2, shards=4).job_dir / jobstore.EVENTS)
+        if e["type"] == "job_start"
+    )
     assert start["url"].startswith("http://127.0.0.1:")
     assert _non_loopback_binds() == []
-    proc = subprocess.run([*ZDEBUG, "demo", "--host", "0.0.0.0", "--no-faults", "--workers", "1", "--shards", "1",
-                           "--rows", "200", "--runner", "inline", "--heartbeat", "0.2", "--json"],
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "ZDEBUG_HOME": str(tmp_path)})
+    proc = subprocess.run(
+        [
+            *ZDEBUG,
+            "demo",
+            "--host",
+            "0.0.0.0",
+            "--no-faults",
+            "--workers",
+            "1",
+            "--shards",
+            "1",
+            "--rows",
+            "200",
+            "--runner",
+            "inline",
+            "--heartbeat",
+            "0.2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ZDEBUG_HOME": str(tmp_path)},
+    )
     assert proc.returncode == 0, proc.stderr
     assert "warning: coordinator listening on 0.0.0.0, reachable from other machines" in proc.stderr
     assert json.loads(proc.stdout)["state"] == "succeeded"
@@ -105,10 +147,14 @@ def _non_loopback_binds() -> list[str]:
                 if isinstance(first, ast.Constant) and first.value not in LOOPBACK:
                     found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {first.value!r}")
             if isinstance(node, ast.AnnAssign):
-                if _dotted(node.target) == "host" and isinstance(node.value, ast.Constant) and node.value.value not in LOOPBACK:
+                if (
+                    _dotted(node.target) == "host"
+                    and isinstance(node.value, ast.Constant)
+                    and node.value.value not in LOOPBACK
+                ):
                     found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: host = {node.value.value!r}")
             if isinstance(node, ast.arguments):
-                named = node.args[-len(node.defaults):] if node.defaults else []
+                named = node.args[-len(node.defaults) :] if node.defaults else []
                 for arg, default in zip(named, node.defaults):
                     if arg.arg == "host" and isinstance(default, ast.Constant) and default.value not in LOOPBACK:
                         found.append(f"{path.relative_to(PACKAGE)}:{default.lineno}: host={default.value!r}")
@@ -117,10 +163,21 @@ def _non_loopback_binds() -> list[str]:
 
 def _job(dir: Path, crash_file: str) -> Path:
     dir.mkdir(parents=True)
-    events = [{"ts": 1.0, "type": "job_start", "execution_id": dir.name},
-              {"ts": 2.0, "type": "stage_start", "stage": "s", "index": 0, "total": 1},
-              {"ts": 3.0, "type": "shard_failed", "stage": "s", "shard": 0, "attempt": 0, "worker": "w", "kind": "task",
-               "error": "boom", "crash_file": crash_file}]
+    events = [
+        {"ts": 1.0, "type": "job_start", "execution_id": dir.name},
+        {"ts": 2.0, "type": "stage_start", "stage": "s", "index": 0, "total": 1},
+        {
+            "ts": 3.0,
+            "type": "shard_failed",
+            "stage": "s",
+            "shard": 0,
+            "attempt": 0,
+            "worker": "w",
+            "kind": "task",
+            "error": "boom",
+            "crash_file": crash_file,
+        },
+    ]
     (dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     return dir
 
@@ -139,8 +196,9 @@ def test_job_ids_cannot_walk_out_of_the_job_root(tmp_path, monkeypatch):
         assert "etc" not in out
 
 
-@pytest.mark.parametrize("crash_file", ["../../../../../../etc/passwd", "/etc/passwd", "crashes/../../outside.txt",
-                                        "crashes/link.txt"])
+@pytest.mark.parametrize(
+    "crash_file", ["../../../../../../etc/passwd", "/etc/passwd", "crashes/../../outside.txt", "crashes/link.txt"]
+)
 def test_crash_files_named_by_evidence_stay_inside_the_job_dir(crash_file, tmp_path):
     (tmp_path / "outside.txt").write_text("SECRET outside the job dir\n")
     job = _job(tmp_path / "job", crash_file)
@@ -157,8 +215,9 @@ def test_crash_files_named_by_evidence_stay_inside_the_job_dir(crash_file, tmp_p
 def hostile_job(reference_job, tmp_path_factory) -> Path:
     """A real job (task exception, segfault, OOM kill) whose crash texts, logs and error fields carry
     terminal control sequences: clear screen, OSC title / hyperlink, 8-bit CSI."""
-    result = reference_job("oom:1", "segfault:2", "exception:3", runner="subprocess", workers=3, shards=6,
-                           memory_limit_mb=300)  # test_reference's job: cached when both run
+    result = reference_job(
+        "oom:1", "segfault:2", "exception:3", runner="subprocess", workers=3, shards=6, memory_limit_mb=300
+    )  # test_reference's job: cached when both run
     job = tmp_path_factory.mktemp("hostile") / result.execution_id
     shutil.copytree(result.job_dir, job)
     esc = ESC.decode("latin-1") + "\x1b]8;;http://evil/\x07link\x1b]8;;\x07"
@@ -174,8 +233,10 @@ def hostile_job(reference_job, tmp_path_factory) -> Path:
     for crash in (job / "crashes").glob("*.txt"):
         crash.write_text(crash.read_text().replace("ValueError: ", f"ValueError: {esc}"))
     for log in (job / "workers").glob("*.log"):
-        log.write_text(log.read_text() + f"Fatal Python error: Segmentation fault {esc}\n\n"
-                       "Current thread 0x00007f (most recent call first):\n  File \"x.py\", line 1 in f\n")
+        log.write_text(
+            log.read_text() + f"Fatal Python error: Segmentation fault {esc}\n\n"
+            'Current thread 0x00007f (most recent call first):\n  File "x.py", line 1 in f\n'
+        )
     return job
 
 
@@ -227,8 +288,10 @@ def test_a_url_in_evidence_never_makes_zdebug_call_out(tmp_path):
         url = f"http://{address}:{server.server_address[1]}"
         job = tmp_path / "outward"
         job.mkdir()
-        (job / "events.jsonl").write_text(json.dumps({"ts": 1.0, "type": "job_start", "execution_id": "outward",
-                                                      "pid": os.getpid(), "url": url}) + "\n")
+        (job / "events.jsonl").write_text(
+            json.dumps({"ts": 1.0, "type": "job_start", "execution_id": "outward", "pid": os.getpid(), "url": url})
+            + "\n"
+        )
         code, out, err = run_inprocess(["status", str(job), "--json"])
         assert code == 0, err
         assert json.loads(out)["state"] == "interrupted" and hits == []
@@ -240,10 +303,12 @@ def test_a_url_in_evidence_never_makes_zdebug_call_out(tmp_path):
 
 def test_a_pickled_reply_cannot_allocate_what_it_likes():
     """bytearray(3 GB) named in a hostile actor reply: refused, not allocated."""
-    code = ("import resource, sys; from zephyr_debug.sources import unpickle\n"
-            "try:\n    unpickle.plain_data(b'cbuiltins\\nbytearray\\n(I3000000000\\ntR.')\n"
-            "except Exception:\n    pass\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)")
+    code = (
+        "import resource, sys; from zephyr_debug.sources import unpickle\n"
+        "try:\n    unpickle.plain_data(b'cbuiltins\\nbytearray\\n(I3000000000\\ntR.')\n"
+        "except Exception:\n    pass\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout) < 1024, f"{proc.stdout.strip()} MB peak"

@@ -96,12 +96,20 @@ def test_iris_json_records_and_get_task_logs():
     assert ev.attempts.iloc[0]["returncode"] == -9
 
 
-@pytest.mark.parametrize("name,stage,completed,workers,state", [
-    ("status_repr.txt", "stage1-Map → Write", 4999, {"zephyr--c205e3c7-p0-workers-a0-2:0": "busy",
-                                                     "zephyr--c205e3c7-p0-workers-a0-3:0": "dead"}, "running"),
-    ("status.json", "stage0-Map", 3, {"w-1": "failed", "w-2": "ready"}, "failed"),
-    ("status_bare.txt", "stage0-Map", 0, {}, "failed"),
-])
+@pytest.mark.parametrize(
+    "name,stage,completed,workers,state",
+    [
+        (
+            "status_repr.txt",
+            "stage1-Map → Write",
+            4999,
+            {"zephyr--c205e3c7-p0-workers-a0-2:0": "busy", "zephyr--c205e3c7-p0-workers-a0-3:0": "dead"},
+            "running",
+        ),
+        ("status.json", "stage0-Map", 3, {"w-1": "failed", "w-2": "ready"}, "failed"),
+        ("status_bare.txt", "stage0-Map", 0, {}, "failed"),
+    ],
+)
 def test_get_status_forms(name, stage, completed, workers, state):
     ev = ev_of(name)
     assert ev.live.stage == stage and ev.live.completed == completed and ev.state == state
@@ -110,8 +118,11 @@ def test_get_status_forms(name, stage, completed, workers, state):
 
 
 def test_repr_tokenizer_is_not_eval():
-    assert parse_literal("{'a': (1, -2.5e3), 'b': [None, True], 'c': 'x\\u2192y'}") == \
-        {"a": [1, -2500.0], "b": [None, True], "c": "x→y"}
+    assert parse_literal("{'a': (1, -2.5e3), 'b': [None, True], 'c': 'x\\u2192y'}") == {
+        "a": [1, -2500.0],
+        "b": [None, True],
+        "c": "x→y",
+    }
     with pytest.raises(LiteralError):
         parse_literal("__import__('os').system('true')")
     inert = parse("JobStatus(stage='x', completed=1, total=2, workers={'w': os.getcwd()})", "s.txt")
@@ -142,10 +153,13 @@ def test_evidence_dir_merges_by_content_not_name(tmp_path):
     assert any("core.dump:1: binary data" in w for w in ev.warnings)
 
 
-@pytest.mark.parametrize("name,message", [
-    ("truncated.json", r"^zdebug: error: .*truncated\.json:1: invalid or truncated JSON"),
-    ("garbage.bin", r"^zdebug: error: .*garbage\.bin:1: binary data"),
-])
+@pytest.mark.parametrize(
+    "name,message",
+    [
+        ("truncated.json", r"^zdebug: error: .*truncated\.json:1: invalid or truncated JSON"),
+        ("garbage.bin", r"^zdebug: error: .*garbage\.bin:1: binary data"),
+    ],
+)
 def test_unusable_files_fail_with_one_line(name, message):
     done = cli("status", str(DATA / name))
     assert done.returncode != 0 and done.stderr.count("\n") == 1
@@ -192,10 +206,16 @@ def test_parallel_ranges_and_small_chunks_match_one_pass(big_log):
 def test_grep_finds_the_same_lines_as_the_python_scan(big_log, tmp_path):
     """grep -F is the fast path for large files: same hits, offsets, line numbers and blocks."""
     odd = tmp_path / "odd.log"  # NUL bytes, CR, invalid UTF-8, no final newline, keyword at line start
-    odd.write_bytes(b"\x00\xff Shard 3 done in 1.0s\r\nShard 4 x\n \xe9 Worker w1 error on shard 2\nTraceback\n"
-                    b"  File 'x'\n [s] 1/2 complete, 1 in-flight")
-    files = [big_log[0], odd, *sorted((DATA.parent / "crashes" / "logs").glob("*")),
-             *sorted(p for p in DATA.iterdir() if p.suffix in (".log", ".txt", ".bin"))]
+    odd.write_bytes(
+        b"\x00\xff Shard 3 done in 1.0s\r\nShard 4 x\n \xe9 Worker w1 error on shard 2\nTraceback\n"
+        b"  File 'x'\n [s] 1/2 complete, 1 in-flight"
+    )
+    files = [
+        big_log[0],
+        odd,
+        *sorted((DATA.parent / "crashes" / "logs").glob("*")),
+        *sorted(p for p in DATA.iterdir() if p.suffix in (".log", ".txt", ".bin")),
+    ]
     for path in files:
         expected = logtext.scan_range(str(path), 0, path.stat().st_size)[0]
         assert logtext.grep_scan(str(path)) == expected, path

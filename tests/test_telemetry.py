@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from zephyr_debug.dashboards import alerts, grafana
-from zephyr_debug.dashboards.__main__ import generated, main as generate
+from zephyr_debug.dashboards.__main__ import main as generate
 from zephyr_debug.reference.metrics import METRICS, metric_name
 
 DASHBOARDS = Path(__file__).resolve().parent.parent / "dashboards"
@@ -36,12 +36,19 @@ def test_dashboard_has_the_panels_and_variables_debugging_needs():
     board = grafana.dashboard()
     assert [v["name"] for v in board["templating"]["list"]] == ["datasource", "run"]
     titles = {p["title"] for p in board["panels"]}
-    for needed in ("Progress per stage", "Tail: in flight > 0 and queue empty", "Time since last progress",
-                   "Top workers by memory", "Top workers by disk", "Failures by kind", "Retries (current stage)",
-                   "Workers alive / dead"):
+    for needed in (
+        "Progress per stage",
+        "Tail: in flight > 0 and queue empty",
+        "Time since last progress",
+        "Top workers by memory",
+        "Top workers by disk",
+        "Failures by kind",
+        "Retries (current stage)",
+        "Workers alive / dead",
+    ):
         assert needed in titles
     for title, expr in grafana.queries(board):
-        assert '$run' in expr, title
+        assert "$run" in expr, title
     assert all(p["datasource"]["uid"] == "${datasource}" for p in board["panels"])
     assert len({p["id"] for p in board["panels"]}) == len(board["panels"])
 
@@ -78,8 +85,9 @@ def test_promtool_checks_and_unit_tests_pass():
 
 
 @needs_promtool
-@pytest.mark.parametrize("change", [{"stall_s": 3600}, {"tail_for": "45m"}, {"dead_for": "10m"},
-                                    {"crash_loop_failures": 4}])
+@pytest.mark.parametrize(
+    "change", [{"stall_s": 3600}, {"tail_for": "45m"}, {"dead_for": "10m"}, {"crash_loop_failures": 4}]
+)
 def test_promtool_unit_tests_catch_a_changed_threshold(tmp_path, change):
     import yaml
 
@@ -87,4 +95,3 @@ def test_promtool_unit_tests_catch_a_changed_threshold(tmp_path, change):
     (tmp_path / "alerts.yml").write_text(yaml.safe_dump(alerts.rules(alerts.thresholds(**change))))
     unit = promtool("test", "rules", "alerts_test.yml", cwd=tmp_path)
     assert unit.returncode != 0 and "FAILED" in unit.stdout + unit.stderr
-

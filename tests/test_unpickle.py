@@ -71,18 +71,25 @@ def test_a_cycle_is_refused():
     assert "nesting deeper than" in error
 
 
-@pytest.mark.parametrize("name, data, needle", [
-    ("unicode8 of 2^60 bytes", b"\x80\x04\x8d" + struct.pack("<Q", 1 << 60) + b"abc.", "unreadable"),
-    ("bytes8 of 2^60 bytes", b"\x80\x04\x8e" + struct.pack("<Q", 1 << 60) + b"abc.", "unreadable"),
-    ("bytes of 2^31 bytes", b"\x80\x03B" + struct.pack("<I", 1 << 31) + b"abc.", "unreadable"),
-    ("long4 of 2^31 bytes", b"\x80\x02\x8b" + struct.pack("<i", (1 << 31) - 1) + b"\x01.", "unreadable"),
-    ("memo slot 2^31", b"\x80\x02]r" + struct.pack("<I", 1 << 31) + b".", "memo index"),
-    ("text memo slot", b"(lp99999999999\n.", "memo index"),
-    ("frame of 2^40 bytes", b"\x80\x04\x95" + struct.pack("<Q", 1 << 40) + b"N.", "declared frame"),
-    ("bytearray(3e9)", b"cbuiltins\nbytearray\n(I3000000000\ntR.", None),
-    ("5,000 class names", b"\x80\x02" + b"".join(b"c%d\nC\n0" % i for i in range(5000)) + b"N.", "class references"),
-    ("a 40 MB reply", b"\x80\x04N" + b"0" * (40 << 20) + b".", "bytes over the limit"),
-])
+@pytest.mark.parametrize(
+    "name, data, needle",
+    [
+        ("unicode8 of 2^60 bytes", b"\x80\x04\x8d" + struct.pack("<Q", 1 << 60) + b"abc.", "unreadable"),
+        ("bytes8 of 2^60 bytes", b"\x80\x04\x8e" + struct.pack("<Q", 1 << 60) + b"abc.", "unreadable"),
+        ("bytes of 2^31 bytes", b"\x80\x03B" + struct.pack("<I", 1 << 31) + b"abc.", "unreadable"),
+        ("long4 of 2^31 bytes", b"\x80\x02\x8b" + struct.pack("<i", (1 << 31) - 1) + b"\x01.", "unreadable"),
+        ("memo slot 2^31", b"\x80\x02]r" + struct.pack("<I", 1 << 31) + b".", "memo index"),
+        ("text memo slot", b"(lp99999999999\n.", "memo index"),
+        ("frame of 2^40 bytes", b"\x80\x04\x95" + struct.pack("<Q", 1 << 40) + b"N.", "declared frame"),
+        ("bytearray(3e9)", b"cbuiltins\nbytearray\n(I3000000000\ntR.", None),
+        (
+            "5,000 class names",
+            b"\x80\x02" + b"".join(b"c%d\nC\n0" % i for i in range(5000)) + b"N.",
+            "class references",
+        ),
+        ("a 40 MB reply", b"\x80\x04N" + b"0" * (40 << 20) + b".", "bytes over the limit"),
+    ],
+)
 def test_huge_declared_sizes_are_refused_before_anything_is_allocated(name, data, needle):
     value, error = _timed(data)
     if needle is None:
@@ -106,11 +113,16 @@ class _Exploit:
 
 
 # -- hypothesis ---------------------------------------------------------------------------------
-scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
-                    st.text(max_size=20), st.binary(max_size=20))
-trees = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=5), st.tuples(inner, inner),
-    st.dictionaries(st.text(max_size=8), inner, max_size=5)), max_leaves=30)
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20), st.binary(max_size=20)
+)
+trees = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.tuples(inner, inner), st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    ),
+    max_leaves=30,
+)
 
 
 @st.composite
@@ -130,10 +142,10 @@ def replies(draw):
     data = pickle.dumps(value, protocol=protocol)
     how = draw(st.sampled_from(["intact", "truncated", "mutated", "inserted", "garbage"]))
     if how == "truncated":
-        data = data[:draw(st.integers(0, len(data) - 1))]
+        data = data[: draw(st.integers(0, len(data) - 1))]
     elif how == "mutated":
         at = draw(st.integers(0, len(data) - 1))
-        data = data[:at] + bytes([draw(st.integers(0, 255))]) + data[at + 1:]
+        data = data[:at] + bytes([draw(st.integers(0, 255))]) + data[at + 1 :]
     elif how == "inserted":
         at = draw(st.integers(0, len(data)))
         data = data[:at] + draw(st.binary(min_size=1, max_size=16)) + data[at:]

@@ -12,9 +12,9 @@ import threading
 import time
 
 import pytest
+from conftest import FAST, fast_stages
 from typer.testing import CliRunner
 
-from conftest import FAST, fast_stages
 from zephyr_debug.cli import app
 from zephyr_debug.reference import Job, JobConfig, parse_fault
 
@@ -23,8 +23,15 @@ pytestmark = pytest.mark.slow
 
 def start_job(root, hang: str, deadline_s: float) -> tuple[Job, threading.Thread, dict]:
     """A 6-shard job with the `hang` fault, driven by a thread: (job, its waiter, env for zdebug)."""
-    config = JobConfig(workers=2, runner="inline", stages=fast_stages(6, 4000, stages=1), coordinator=FAST,
-                       faults=[parse_fault(hang)], root=root, deadline_s=deadline_s)
+    config = JobConfig(
+        workers=2,
+        runner="inline",
+        stages=fast_stages(6, 4000, stages=1),
+        coordinator=FAST,
+        faults=[parse_fault(hang)],
+        root=root,
+        deadline_s=deadline_s,
+    )
     job = Job(config).start()
     waiter = threading.Thread(target=job.wait, daemon=True)
     waiter.start()

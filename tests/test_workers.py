@@ -18,8 +18,18 @@ def evidence(rows: list[dict]) -> Evidence:
 
 
 def fleet(n: int = 10) -> list[dict]:
-    return [{"worker": f"w{i}", "state": "active", "last_seen_ago": 1.0, "memory_mb": 100 + i,
-             "memory_peak_mb": 120 + i, "disk_mb": 50.0, "cpu": 40 + i} for i in range(n)]
+    return [
+        {
+            "worker": f"w{i}",
+            "state": "active",
+            "last_seen_ago": 1.0,
+            "memory_mb": 100 + i,
+            "memory_peak_mb": 120 + i,
+            "disk_mb": 50.0,
+            "cpu": 40 + i,
+        }
+        for i in range(n)
+    ]
 
 
 def test_sorted_as_asked_with_the_outlier_marked():
@@ -31,15 +41,22 @@ def test_sorted_as_asked_with_the_outlier_marked():
     marks = {w["worker"]: w["outliers"] for w in report["workers"] if w["outliers"]}
     assert marks == {"w3": ["memory_mb", "memory_peak_mb"], "w7": ["disk_mb"]}
     assert rank(evidence(rows), "disk")["workers"][0]["worker"] == "w7"
-    assert [w["cpu"] for w in rank(evidence(rows), "cpu")["workers"]] == sorted((r["cpu"] for r in rows),
-                                                                                reverse=True)
+    assert [w["cpu"] for w in rank(evidence(rows), "cpu")["workers"]] == sorted((r["cpu"] for r in rows), reverse=True)
 
 
 def test_older_and_iris_field_spellings_and_string_numbers():
-    rows = [{"worker": "old", "state": "busy", "memoryMb": "300", "diskMb": "10", "cpuPercent": 90},
-            {"worker": "iris", "state": "active", "memory_mb": "168", "memory_peak_mb": "170",
-             "disk_mb": "23597", "cpu_millicores": 600},
-            {"worker": "blank", "state": "failed"}]
+    rows = [
+        {"worker": "old", "state": "busy", "memoryMb": "300", "diskMb": "10", "cpuPercent": 90},
+        {
+            "worker": "iris",
+            "state": "active",
+            "memory_mb": "168",
+            "memory_peak_mb": "170",
+            "disk_mb": "23597",
+            "cpu_millicores": 600,
+        },
+        {"worker": "blank", "state": "failed"},
+    ]
     by = {w["worker"]: w for w in rank(evidence(rows), "memory")["workers"]}
     assert (by["old"]["memory_mb"], by["old"]["disk_mb"], by["old"]["cpu"]) == (300, 10, 90)
     assert (by["iris"]["memory_mb"], by["iris"]["disk_mb"], by["iris"]["cpu"]) == (168, 23597, 60)
@@ -69,5 +86,6 @@ def test_reference_job_workers_json(reference_job):
     assert len(workers) == 2 and all(w["memory_mb"] > 10 for w in workers)
     assert [w["memory_mb"] for w in workers] == sorted((w["memory_mb"] for w in workers), reverse=True)
     assert sum(w["shards_done"] for w in workers) == 5  # 4 + 1 shards over two stages
-    assert {"worker", "state", "memory_mb", "memory_peak_mb", "disk_mb", "cpu", "last_seen_ago",
-            "shards_held"} <= set(workers[0])
+    assert {"worker", "state", "memory_mb", "memory_peak_mb", "disk_mb", "cpu", "last_seen_ago", "shards_held"} <= set(
+        workers[0]
+    )

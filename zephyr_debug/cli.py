@@ -18,8 +18,22 @@ from zephyr_debug.commands.common import JOB_FORMS, App
 from zephyr_debug.errors import ZdebugError
 
 # Subcommand modules; each has `register(app)`.
-COMMANDS = ["demo", "jobs", "status", "diagnose", "stragglers", "workers", "crashes", "watch", "report",
-            "profile", "dump", "playbook", "observe", "counters"]
+COMMANDS = [
+    "demo",
+    "jobs",
+    "status",
+    "diagnose",
+    "stragglers",
+    "workers",
+    "crashes",
+    "watch",
+    "report",
+    "profile",
+    "dump",
+    "playbook",
+    "observe",
+    "counters",
+]
 
 
 def _version(value: bool) -> None:
@@ -28,14 +42,20 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-app = App(no_args_is_help=True, help="Diagnose stuck, slow and crashing Zephyr pipelines: what is wrong, "
-          "and what to run next.\n\n" + JOB_FORMS + "\n\nExit codes: 0 ok, 1 failed job with --exit-status, "
-          "2 usage error, 3 unreadable evidence or unreachable source.")
+app = App(
+    no_args_is_help=True,
+    help="Diagnose stuck, slow and crashing Zephyr pipelines: what is wrong, "
+    "and what to run next.\n\n" + JOB_FORMS + "\n\nExit codes: 0 ok, 1 failed job with --exit-status, "
+    "2 usage error, 3 unreadable evidence or unreachable source.",
+)
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Diagnose Zephyr pipelines."""
 
 

@@ -59,8 +59,11 @@ class Cost:
         return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {"held_s": clean_number(self.held_s), "idle_worker_hours": clean_number(self.idle_worker_hours),
-                "burned_worker_hours": clean_number(self.burned_worker_hours)}
+        return {
+            "held_s": clean_number(self.held_s),
+            "idle_worker_hours": clean_number(self.idle_worker_hours),
+            "burned_worker_hours": clean_number(self.burned_worker_hours),
+        }
 
 
 @dataclass(frozen=True)
@@ -90,13 +93,26 @@ class Finding:
         return self.shards or ((self.shard,) if self.shard is not None else ())
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "cause": self.kind, "causes": list(self.causes or (self.kind,)),
-                "severity": self.severity, "title": self.title, "stage": self.stage, "shard": self.shard,
-                "shards": list(self.all_shards), "worker": self.worker,
-                "elapsed_s": clean_number(self.elapsed_s), "ratio_to_median": clean_number(self.ratio_to_median),
-                "cost": self.cost.to_json(), "evidence": list(self.evidence), "next": list(self.next),
-                "known": self.known, "fingerprint": self.fingerprint, "playbook": self.playbook,
-                "metrics": {k: clean_number(v) for k, v in self.metrics}}
+        return {
+            "kind": self.kind,
+            "cause": self.kind,
+            "causes": list(self.causes or (self.kind,)),
+            "severity": self.severity,
+            "title": self.title,
+            "stage": self.stage,
+            "shard": self.shard,
+            "shards": list(self.all_shards),
+            "worker": self.worker,
+            "elapsed_s": clean_number(self.elapsed_s),
+            "ratio_to_median": clean_number(self.ratio_to_median),
+            "cost": self.cost.to_json(),
+            "evidence": list(self.evidence),
+            "next": list(self.next),
+            "known": self.known,
+            "fingerprint": self.fingerprint,
+            "playbook": self.playbook,
+            "metrics": {k: clean_number(v) for k, v in self.metrics},
+        }
 
 
 def _duration(seconds: float) -> str:

@@ -19,7 +19,7 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 
 TZ_ENV = "ZDEBUG_TZ"
 _NUM = rb"(?P<items>[\d.]+[KMBT]?)"
@@ -47,7 +47,7 @@ class Message:
         return _compiled(self.pattern)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiled(pattern: bytes) -> re.Pattern[bytes]:
     return re.compile(pattern)
 
@@ -60,31 +60,70 @@ STATUS = Message(
     _EXEC + rb"\[" + _STAGE + rb"\] (?P<completed>\d+)/(?P<total>\d+) complete, (?P<in_flight>\d+) in-flight, "
     rb"(?P<queued>\d+) queued, (?:(?P<alive>\d+)/(?P<registered>\d+) workers alive, (?P<dead>\d+) dead"
     rb"|(?P<workers>\d+) workers)(?:[;.] items=" + _NUM + rb")?",
-    b"complete, ", b" complete, ")
+    b"complete, ",
+    b" complete, ",
+)
 THROUGHPUT = "; items={items} ({item_rate}/s), bytes_processed={bytes} ({byte_rate}/s)"  # status line's tail
-RETRIED = Message("retried", "[{exec}] Shards retried (attempts: shard count): {counts}",
-                  rb"Shards retried \(attempts: shard count\): (?P<counts>\{[^}\n]*\})", b"retried ")
-STAGE_START = Message("stage_start", "[{exec}] Starting stage {stage} ({ops}) with {n} tasks",
-                      _EXEC + rb"Starting stage (?P<stage>\S+(?: \S+)*?) \((?P<ops>[^)\n]*)\) with (?P<n>\d+) tasks",
-                      b"Starting stage ", b"Starting stage ")
-TASKS_COMPLETED = Message("tasks_completed", "[{stage}] {completed}/{total} tasks completed",
-                          rb"\[" + _STAGE + rb"\] (?P<completed>\d+)/(?P<total>\d+) tasks completed", b"tasks completed")
-REGISTERED = Message("registered", "Worker {worker} registered, total: {n}",
-                     rb"Worker (?P<worker>\S+) registered, total: (?P<n>\d+)", b"Worker ", b" registered, total")
-REREGISTERING = Message("reregistering", "Worker {worker} re-registering (likely reconstructed), updating handle",
-                        rb"Worker (?P<worker>\S+) re-registering", b"Worker ")
-HEARTBEAT_TIMEOUT = Message("heartbeat_timeout", "Zephyr worker {worker} failed to heartbeat within timeout ({secs:.1f}s)",
-                            rb"worker (?P<worker>\S+) failed to heartbeat within timeout \((?P<secs>[\d.]+)s\)",
-                            b"worker ", b"failed to heartbeat")
-ALL_DEAD = Message("all_dead", "All workers are dead/failed. Waiting for workers to recover...",
-                   rb"All workers are dead/failed", b"workers ")
-TASK_REQUEUE = Message("task_requeue", "Shard {shard} failed on worker {worker} (task error {n}/{max}), re-queuing.",
-                       rb"Shard (?P<shard>\d+) failed on worker (?P<worker>\S+) \(task error (?P<n>\d+)/(?P<max>\d+)\)",
-                       b"Shard ", b"(task error")
-TASK_ABORT = Message("task_abort",
-                     "Shard {shard} has failed {n} times (max {max}), last failure on worker {worker}, aborting pipeline.",
-                     rb"Shard (?P<shard>\d+) has failed (?P<n>\d+) times \(max (?P<max>\d+)\), last failure on worker "
-                     rb"(?P<worker>\S+?),? aborting", b"Shard ", b"aborting pipeline")
+RETRIED = Message(
+    "retried",
+    "[{exec}] Shards retried (attempts: shard count): {counts}",
+    rb"Shards retried \(attempts: shard count\): (?P<counts>\{[^}\n]*\})",
+    b"retried ",
+)
+STAGE_START = Message(
+    "stage_start",
+    "[{exec}] Starting stage {stage} ({ops}) with {n} tasks",
+    _EXEC + rb"Starting stage (?P<stage>\S+(?: \S+)*?) \((?P<ops>[^)\n]*)\) with (?P<n>\d+) tasks",
+    b"Starting stage ",
+    b"Starting stage ",
+)
+TASKS_COMPLETED = Message(
+    "tasks_completed",
+    "[{stage}] {completed}/{total} tasks completed",
+    rb"\[" + _STAGE + rb"\] (?P<completed>\d+)/(?P<total>\d+) tasks completed",
+    b"tasks completed",
+)
+REGISTERED = Message(
+    "registered",
+    "Worker {worker} registered, total: {n}",
+    rb"Worker (?P<worker>\S+) registered, total: (?P<n>\d+)",
+    b"Worker ",
+    b" registered, total",
+)
+REREGISTERING = Message(
+    "reregistering",
+    "Worker {worker} re-registering (likely reconstructed), updating handle",
+    rb"Worker (?P<worker>\S+) re-registering",
+    b"Worker ",
+)
+HEARTBEAT_TIMEOUT = Message(
+    "heartbeat_timeout",
+    "Zephyr worker {worker} failed to heartbeat within timeout ({secs:.1f}s)",
+    rb"worker (?P<worker>\S+) failed to heartbeat within timeout \((?P<secs>[\d.]+)s\)",
+    b"worker ",
+    b"failed to heartbeat",
+)
+ALL_DEAD = Message(
+    "all_dead",
+    "All workers are dead/failed. Waiting for workers to recover...",
+    rb"All workers are dead/failed",
+    b"workers ",
+)
+TASK_REQUEUE = Message(
+    "task_requeue",
+    "Shard {shard} failed on worker {worker} (task error {n}/{max}), re-queuing.",
+    rb"Shard (?P<shard>\d+) failed on worker (?P<worker>\S+) \(task error (?P<n>\d+)/(?P<max>\d+)\)",
+    b"Shard ",
+    b"(task error",
+)
+TASK_ABORT = Message(
+    "task_abort",
+    "Shard {shard} has failed {n} times (max {max}), last failure on worker {worker}, aborting pipeline.",
+    rb"Shard (?P<shard>\d+) has failed (?P<n>\d+) times \(max (?P<max>\d+)\), last failure on worker "
+    rb"(?P<worker>\S+?),? aborting",
+    b"Shard ",
+    b"aborting pipeline",
+)
 INFRA_REQUEUE = Message(
     "infra_requeue",
     "Shard {shard} requeued from worker {worker} due to infra failure (preemption/heartbeat). "
@@ -92,7 +131,10 @@ INFRA_REQUEUE = Message(
     "infra-while-in-flight: {infra}/{infra_max}.",
     rb"Shard (?P<shard>\d+) requeued from worker (?P<worker>\S+) due to infra failure.*?Total generation: "
     rb"(?P<generation>\d+), task errors so far: (?P<task>\d+)/(?P<task_max>\d+), infra-while-in-flight: "
-    rb"(?P<infra>\d+)/(?P<infra_max>\d+)", b"Shard ", b"infra failure")
+    rb"(?P<infra>\d+)/(?P<infra_max>\d+)",
+    b"Shard ",
+    b"infra failure",
+)
 INFRA_ABORT = Message(
     "infra_abort",
     "Shard {shard} has been in flight during {infra} infra failures (max {infra_max}); treating as a "
@@ -100,54 +142,124 @@ INFRA_ABORT = Message(
     "Last failure on worker {worker}.",
     rb"Shard (?P<shard>\d+) has been in flight during (?P<infra>\d+) infra failures \(max (?P<infra_max>\d+)\)[;.] "
     rb"treating as a deterministic crasher.*?Last failure on worker (?P<worker>\S+?)\.?$",
-    b"Shard ", b"deterministic crasher")
-STALE_RESULT = Message("stale", "Ignoring stale result from worker {worker} for shard {shard} (attempt {attempt}, "
-                       "current {current})",
-                       rb"Ignoring stale result from worker (?P<worker>\S+) for shard (?P<shard>\d+) \(attempt "
-                       rb"(?P<attempt>\d+), current (?P<current>\d+)\)", b"worker ")
+    b"Shard ",
+    b"deterministic crasher",
+)
+STALE_RESULT = Message(
+    "stale",
+    "Ignoring stale result from worker {worker} for shard {shard} (attempt {attempt}, current {current})",
+    rb"Ignoring stale result from worker (?P<worker>\S+) for shard (?P<shard>\d+) \(attempt "
+    rb"(?P<attempt>\d+), current (?P<current>\d+)\)",
+    b"worker ",
+)
 NO_WORKERS = Message("no_workers", None, rb"(?:ZephyrWorkerError: )?(?P<text>No alive workers for .*)", b"workers ")
-ABORTED = Message("aborted", "Coordinator aborted: {error}", rb"Coordinator aborted: (?P<text>.*)",
-                  b"Coordinator aborted")
-PIPELINE_FAILED = Message("pipeline_failed", None, rb"method 'run_pipeline' failed: (?P<text>.*)",
-                          b"method 'run_pipeline' failed")
-FINAL_COUNTERS = Message("counters", "[coordinator.shutdown] Final counters: {counters}",
-                         rb"\[coordinator\.shutdown\] Final counters: (?P<counters>\{.*\})", b"[coordinator.shutdown]")
-SHUTDOWN = Message("shutdown", "[coordinator.shutdown] Starting shutdown", rb"\[coordinator\.shutdown\] Starting shutdown",
-                   b"[coordinator.shutdown]")
-PIPELINE = Message("pipeline", "Starting zephyr pipeline: {exec}", rb"Starting zephyr pipeline: (?P<exec>\S+)",
-                   b"zephyr pipeline: ")
+ABORTED = Message(
+    "aborted", "Coordinator aborted: {error}", rb"Coordinator aborted: (?P<text>.*)", b"Coordinator aborted"
+)
+PIPELINE_FAILED = Message(
+    "pipeline_failed", None, rb"method 'run_pipeline' failed: (?P<text>.*)", b"method 'run_pipeline' failed"
+)
+FINAL_COUNTERS = Message(
+    "counters",
+    "[coordinator.shutdown] Final counters: {counters}",
+    rb"\[coordinator\.shutdown\] Final counters: (?P<counters>\{.*\})",
+    b"[coordinator.shutdown]",
+)
+SHUTDOWN = Message(
+    "shutdown",
+    "[coordinator.shutdown] Starting shutdown",
+    rb"\[coordinator\.shutdown\] Starting shutdown",
+    b"[coordinator.shutdown]",
+)
+PIPELINE = Message(
+    "pipeline", "Starting zephyr pipeline: {exec}", rb"Starting zephyr pipeline: (?P<exec>\S+)", b"zephyr pipeline: "
+)
 STRANDED = "Shard {shard} requeued but no live worker remains ({alive}/{registered} workers alive)"  # reference only
 
 # -- worker --------------------------------------------------------------------------------
-EXECUTING = Message("executing", "[{worker}] Executing stage {stage} shard {shard} (attempt {attempt})",
-                    rb"\[(?P<worker>[^\]\n]+)\] Executing stage (?P<stage>\S+(?: \S+)*?) shard (?P<shard>\d+) "
-                    rb"\(attempt (?P<attempt>\d+)\)", b"Executing stage ", b"Executing stage")
-SHARD_DONE = Message("done", "[{worker}] Shard {shard} done in {secs:.2f}s",
-                     rb"\[(?P<worker>[^\]\n]+)\] Shard (?P<shard>\d+) done in (?P<secs>[\d.]+)s", b"Shard ", b" done in ")
-WORKER_ERROR = Message("worker_error", "Worker {worker} error on shard {shard}",
-                       rb"Worker (?P<worker>\S+) error on shard (?P<shard>\d+)", b"Worker ", b" error on shard")
-SCATTER_READER = Message("scatter_reader", None,
-                         rb"ScatterReader for shard (?P<shard>\d+): (?P<files>\d+) files, (?P<chunks>\d+) total chunks, "
-                         rb"max_chunk_rows=(?P<rows>\d+)", b"ScatterReader ")
+EXECUTING = Message(
+    "executing",
+    "[{worker}] Executing stage {stage} shard {shard} (attempt {attempt})",
+    rb"\[(?P<worker>[^\]\n]+)\] Executing stage (?P<stage>\S+(?: \S+)*?) shard (?P<shard>\d+) "
+    rb"\(attempt (?P<attempt>\d+)\)",
+    b"Executing stage ",
+    b"Executing stage",
+)
+SHARD_DONE = Message(
+    "done",
+    "[{worker}] Shard {shard} done in {secs:.2f}s",
+    rb"\[(?P<worker>[^\]\n]+)\] Shard (?P<shard>\d+) done in (?P<secs>[\d.]+)s",
+    b"Shard ",
+    b" done in ",
+)
+WORKER_ERROR = Message(
+    "worker_error",
+    "Worker {worker} error on shard {shard}",
+    rb"Worker (?P<worker>\S+) error on shard (?P<shard>\d+)",
+    b"Worker ",
+    b" error on shard",
+)
+SCATTER_READER = Message(
+    "scatter_reader",
+    None,
+    rb"ScatterReader for shard (?P<shard>\d+): (?P<files>\d+) files, (?P<chunks>\d+) total chunks, "
+    rb"max_chunk_rows=(?P<rows>\d+)",
+    b"ScatterReader ",
+)
 HEARTBEAT_FAILED = "[{worker}] Heartbeat failed ({n}/{max}): {error}"  # reference worker only; zdebug does not read it
 
 # -- driver / Iris / older releases (issue 17's known failure modes) -------------------------
-RPC_RETRY = Message("rpc_retry", "Operation {op}.{method} failed (attempt {n}/{max}), retrying in {delay:.2f}s: {error}",
-                    rb"Operation (?P<op>\S+)\.(?P<method>\w+) failed \(attempt (?P<n>\d+)/(?P<max>\d+)\), retrying"
-                    rb"(?: in [\d.]+s)?:? ?(?P<error>.*)", b"Operation ", b"), retrying")
-CONNECT_ERROR = Message("connect_error", "Worker {worker} cannot reach the coordinator at {url}: httpx.ConnectError: "
-                        "[Errno 113] No route to host",
-                        rb"(?:Worker (?P<worker>\S+) .*?)?ConnectError\b.*?No route to host", b"route to host")
-WORKER_GROUP = Message("worker_group", "Starting worker group: {n} workers (max_workers={max}, num_shards={shards})",
-                       rb"Starting worker group: (?P<n>\d+) workers \(max_workers=(?P<max>\d+), "
-                       rb"num_shards=(?P<shards>\d+)\)", b"Starting worker group")
+RPC_RETRY = Message(
+    "rpc_retry",
+    "Operation {op}.{method} failed (attempt {n}/{max}), retrying in {delay:.2f}s: {error}",
+    rb"Operation (?P<op>\S+)\.(?P<method>\w+) failed \(attempt (?P<n>\d+)/(?P<max>\d+)\), retrying"
+    rb"(?: in [\d.]+s)?:? ?(?P<error>.*)",
+    b"Operation ",
+    b"), retrying",
+)
+CONNECT_ERROR = Message(
+    "connect_error",
+    "Worker {worker} cannot reach the coordinator at {url}: httpx.ConnectError: [Errno 113] No route to host",
+    rb"(?:Worker (?P<worker>\S+) .*?)?ConnectError\b.*?No route to host",
+    b"route to host",
+)
+WORKER_GROUP = Message(
+    "worker_group",
+    "Starting worker group: {n} workers (max_workers={max}, num_shards={shards})",
+    rb"Starting worker group: (?P<n>\d+) workers \(max_workers=(?P<max>\d+), "
+    rb"num_shards=(?P<shards>\d+)\)",
+    b"Starting worker group",
+)
 
 # Reading order: the first pattern that matches a line wins.
 MESSAGES: tuple[Message, ...] = (
-    STATUS, TASKS_COMPLETED, STAGE_START, EXECUTING, SHARD_DONE, TASK_REQUEUE, TASK_ABORT, INFRA_REQUEUE,
-    INFRA_ABORT, REGISTERED, REREGISTERING, HEARTBEAT_TIMEOUT, WORKER_ERROR, STALE_RESULT, ALL_DEAD, NO_WORKERS,
-    RETRIED, ABORTED, PIPELINE_FAILED, FINAL_COUNTERS, SHUTDOWN, PIPELINE, SCATTER_READER, RPC_RETRY, CONNECT_ERROR,
-    WORKER_GROUP)
+    STATUS,
+    TASKS_COMPLETED,
+    STAGE_START,
+    EXECUTING,
+    SHARD_DONE,
+    TASK_REQUEUE,
+    TASK_ABORT,
+    INFRA_REQUEUE,
+    INFRA_ABORT,
+    REGISTERED,
+    REREGISTERING,
+    HEARTBEAT_TIMEOUT,
+    WORKER_ERROR,
+    STALE_RESULT,
+    ALL_DEAD,
+    NO_WORKERS,
+    RETRIED,
+    ABORTED,
+    PIPELINE_FAILED,
+    FINAL_COUNTERS,
+    SHUTDOWN,
+    PIPELINE,
+    SCATTER_READER,
+    RPC_RETRY,
+    CONNECT_ERROR,
+    WORKER_GROUP,
+)
 
 # -- fatal_error texts and subprocess-runner errors ------------------------------------------
 FATAL_TASK = "Shard {shard} failed {n} times (max {max}), last failure on worker {worker}.\nLast error:\n{error}"
@@ -161,15 +273,20 @@ FATAL_NO_WORKERS = (
     "All {registered} registered workers are dead/failed."
 )
 OOM_ERROR = "Subprocess for shard {shard} was killed by SIGKILL (returncode -9); most likely OOM-killed by the kernel."
-EXIT_ERROR = "Subprocess for shard {shard} exited with code {code}; see worker stderr above for the faulthandler traceback."
+EXIT_ERROR = (
+    "Subprocess for shard {shard} exited with code {code}; see worker stderr above for the faulthandler traceback."
+)
 # Error text -> failure kind, most specific first.
 FAILURE_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"killed by SIGKILL|returncode -9|MemoryError|OOM ?[Kk]illed|exit(?:ed with)? code 137"), "oom"),
     (re.compile(r"exited with code -11|Segmentation fault"), "segv"),
-    (re.compile(r"exited with code -?\d+|Fatal Python error"), "exit"))
+    (re.compile(r"exited with code -?\d+|Fatal Python error"), "exit"),
+)
 RETURNCODE_RE = re.compile(r"returncode (-?\d+)|exited with code (-?\d+)")
 # The shard a fatal_error names (task abort, infra abort, and their older forms).
-ABORT_SHARD_RE = re.compile(r"Shard (?P<shard>\d+) (?:failed \d+ times|has failed|crashed its worker|has been in flight)")
+ABORT_SHARD_RE = re.compile(
+    r"Shard (?P<shard>\d+) (?:failed \d+ times|has failed|crashed its worker|has been in flight)"
+)
 
 # -- line prefixes and time ----------------------------------------------------------------
 # Optional Iris `[hh:mm:ss] task=… | ` or Ray `(actor pid=N, ip=A) `, then Python logging or glog-like time.
@@ -177,14 +294,18 @@ PREFIX_RE = re.compile(
     rb"(?:\([^()\n]*pid=\d+[^()\n]*\) )?"
     rb"(?:\[(?P<clock>\d\d:\d\d:\d\d)\] (?:task=\S+ \| )?)?"
     rb"(?:(?P<date>\d{4}-\d\d-\d\d)[ T](?P<time>\d\d:\d\d:\d\d)(?:[,.](?P<frac>\d{1,6}))?"
-    rb"|[IWEFD](?P<gdate>\d{8}) (?P<gtime>\d\d:\d\d:\d\d)(?:\.(?P<gfrac>\d{1,6}))?)?")
+    rb"|[IWEFD](?P<gdate>\d{8}) (?P<gtime>\d\d:\d\d:\d\d)(?:\.(?P<gfrac>\d{1,6}))?)?"
+)
 # Start of a line that is not a continuation of a block (has a timestamp or is a JSON record).
-LINE_START_RE = re.compile(rb"\n(?:\[\d\d:\d\d:\d\d\] |\([^()\n]*pid=\d+|\d{4}-\d\d-\d\d[ T]\d\d:|[IWEFD]\d{8} \d\d:|\{)")
+LINE_START_RE = re.compile(
+    rb"\n(?:\[\d\d:\d\d:\d\d\] |\([^()\n]*pid=\d+|\d{4}-\d\d-\d\d[ T]\d\d:|[IWEFD]\d{8} \d\d:|\{)"
+)
 # A log record in text: (python-logging time | glog time) then the message.
 RECORD_RE = re.compile(
     r"^(?:(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:,\d{3})? "
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL|FATAL) [\w.\-]+: ?"
-    r"|[IWEF](?P<gdate>\d{8}) (?P<gtime>\d{2}:\d{2}:\d{2})(?:\.\d+)? +\d+ [\w.\-]+(?:\.\w+:\d+\])? )(?P<message>.*)$")
+    r"|[IWEF](?P<gdate>\d{8}) (?P<gtime>\d{2}:\d{2}:\d{2})(?:\.\d+)? +\d+ [\w.\-]+(?:\.\w+:\d+\])? )(?P<message>.*)$"
+)
 IRIS_PREFIX_RE = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] task=\S+ \| ")
 
 _zone: str | None = os.environ.get(TZ_ENV) or None

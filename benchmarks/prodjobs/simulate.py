@@ -153,8 +153,18 @@ class _Sim:
                 break
             t = st.end + STAGE_GAP_S
         end = self._capture(state)
-        return Run(self.sc, self.exec_id, self.worker_ids, self.stages, self.attempts, self.lives, end, state,
-                   self.abort, self.all_dead_ts)
+        return Run(
+            self.sc,
+            self.exec_id,
+            self.worker_ids,
+            self.stages,
+            self.attempts,
+            self.lives,
+            end,
+            state,
+            self.abort,
+            self.all_dead_ts,
+        )
 
     def _capture(self, state: str) -> float:
         if state == "failed":
@@ -164,8 +174,7 @@ class _Sim:
         if state == "running":  # a stuck shard: captured `secs` after it froze
             stuck = next(a for a in self.attempts if a.outcome == "running")
             fault = next(f for f in self.sc.faults if f.kind in ("stuck", "shutdown-last"))
-            return max(stuck.frozen_at + fault.secs,
-                       max(a.end for a in self.attempts if a.end is not None) + 60.0)
+            return max(stuck.frozen_at + fault.secs, max(a.end for a in self.attempts if a.end is not None) + 60.0)
         return self.stages[-1].end + 2.0
 
     def _stage(self, st: StageRun) -> str:
@@ -225,8 +234,14 @@ class _Sim:
                 a = data[0]
                 task_fail[a.shard] += 1
                 if task_fail[a.shard] >= MAX_SHARD_FAILURES:
-                    self.abort = {"kind": "task", "stage": st.index, "shard": a.shard, "worker": a.worker,
-                                  "n": task_fail[a.shard], "ts": ts}
+                    self.abort = {
+                        "kind": "task",
+                        "stage": st.index,
+                        "shard": a.shard,
+                        "worker": a.worker,
+                        "n": task_fail[a.shard],
+                        "ts": ts,
+                    }
                     return "failed"
                 a.requeue = (task_fail[a.shard], infra_fail[a.shard], task_fail[a.shard] + infra_fail[a.shard])
                 queue.append(a.shard)
@@ -239,12 +254,24 @@ class _Sim:
                 if self._preempt_counted(st, a.shard):  # marin#4990: older Zephyr counts it as a failure
                     task_fail[a.shard] += 1
                     if task_fail[a.shard] >= MAX_SHARD_FAILURES:
-                        self.abort = {"kind": "preempt", "stage": st.index, "shard": a.shard, "worker": a.worker,
-                                      "n": task_fail[a.shard], "ts": ts + 0.5}
+                        self.abort = {
+                            "kind": "preempt",
+                            "stage": st.index,
+                            "shard": a.shard,
+                            "worker": a.worker,
+                            "n": task_fail[a.shard],
+                            "ts": ts + 0.5,
+                        }
                         return "failed"
                 if infra_fail[a.shard] >= MAX_SHARD_INFRA_FAILURES:  # the abort line, no requeue line
-                    self.abort = {"kind": "infra", "stage": st.index, "shard": a.shard, "worker": a.worker,
-                                  "n": infra_fail[a.shard], "ts": ts}
+                    self.abort = {
+                        "kind": "infra",
+                        "stage": st.index,
+                        "shard": a.shard,
+                        "worker": a.worker,
+                        "n": infra_fail[a.shard],
+                        "ts": ts,
+                    }
                     return "failed"
                 a.requeue = (task_fail[a.shard], infra_fail[a.shard], task_fail[a.shard] + infra_fail[a.shard])
                 queue.append(a.shard)
@@ -258,9 +285,16 @@ class _Sim:
             elif kind == "hang":
                 return "running"
             elif kind == "no_workers":
-                self.abort = {"kind": "no_workers", "stage": st.index, "shard": None, "worker": None,
-                              "n": len(self.lives), "ts": ts, "idle": ts - self.all_dead_ts,
-                              "elapsed": ts - START_TS}
+                self.abort = {
+                    "kind": "no_workers",
+                    "stage": st.index,
+                    "shard": None,
+                    "worker": None,
+                    "n": len(self.lives),
+                    "ts": ts,
+                    "idle": ts - self.all_dead_ts,
+                    "elapsed": ts - START_TS,
+                }
                 return "failed"
             elif kind == "stuck":
                 stuck_running = True
@@ -294,7 +328,7 @@ class _Sim:
             return
         crasher = by_kind.get("infra-crash")
         holder = by_kind.get("dead-holder") or by_kind.get("preempt-count")
-        preempt = (not by_kind and ts - st.start < PREEMPT_BEFORE * expected and rnd.random() < sc.preempt)
+        preempt = not by_kind and ts - st.start < PREEMPT_BEFORE * expected and rnd.random() < sc.preempt
         if self._faults(st.index, "deser-heartbeat") and attempt == 0 and ts - st.start < REGISTER_SPREAD_S + 5:
             # marin#3041: unpickling the task outlasts pull_task's timeout; the heartbeat thread dies with it
             a.died = ts + PULL_TIMEOUT_S

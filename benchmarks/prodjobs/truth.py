@@ -69,8 +69,10 @@ def truth(run: Run, variant: str) -> dict:
         def add(shard, *causes, name=stage.name):
             # A coordinator-only log never names a shard that did not fail (no worker lines): a straggler
             # there is a finding about its stage.
-            expect.extend({"stage": name, "shard": None if variant == COORD and c in UNNAMED else shard, "cause": c}
-                          for c in causes)
+            expect.extend(
+                {"stage": name, "shard": None if variant == COORD and c in UNNAMED else shard, "cause": c}
+                for c in causes
+            )
 
         held = held_up(run, f.stage) if f.kind in STRAGGLER_FAULTS else {}
         if f.kind == "size-skew" and held.get(f.shard):
@@ -123,10 +125,19 @@ def truth(run: Run, variant: str) -> dict:
             info.append("recovered")
     if any(a.outcome == "infra" for a in run.attempts) and run.state != "failed":
         info.append("recovered")  # background preemptions: retried and done
-    return {"scenario": sc.name, "variant": variant, "shards": sum(s.shards for s in run.stages),
-            "workers": sc.workers, "stages": [{"name": s.name, "shards": s.shards} for s in run.stages],
-            "state": run.state, "healthy": not expect and not job, "expect": _unique(expect),
-            "job": sorted(set(job)), "info": sorted(set(info)), "why": sc.why}
+    return {
+        "scenario": sc.name,
+        "variant": variant,
+        "shards": sum(s.shards for s in run.stages),
+        "workers": sc.workers,
+        "stages": [{"name": s.name, "shards": s.shards} for s in run.stages],
+        "state": run.state,
+        "healthy": not expect and not job,
+        "expect": _unique(expect),
+        "job": sorted(set(job)),
+        "info": sorted(set(info)),
+        "why": sc.why,
+    }
 
 
 def _unique(rows: list[dict]) -> list[dict]:

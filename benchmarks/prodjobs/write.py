@@ -24,8 +24,10 @@ from zephyr_debug.model import MAX_SHARD_FAILURES, MAX_SHARD_INFRA_FAILURES
 EXTRA = {
     "shard_start": "[{exec}] [shard {shard}/{total}] stage={stage}, 1 ops",
     "shard_complete": "[shard {shard}] Complete: 1 refs produced",
-    "scatter": ("ScatterReader for shard {shard}: {files} files, {chunks} total chunks, max_chunk_rows={rows}, "
-                "avg_item_bytes={item_bytes:.1f}"),
+    "scatter": (
+        "ScatterReader for shard {shard}: {files} files, {chunks} total chunks, max_chunk_rows={rows}, "
+        "avg_item_bytes={item_bytes:.1f}"
+    ),
     "actor_failed": "Actor method 'run_pipeline' failed: {error}",
     "operation": "Started operation {op} for {actor}.pull_task",
     "status_ray": "[{stage}] {completed}/{total} complete, {in_flight} in-flight, {queued} queued, {registered} workers",
@@ -43,16 +45,28 @@ _ZEPHYR_FRAMES = (
     '  File "/app/.venv/lib/python3.11/site-packages/zephyr/execution.py", line 1440, in _poll_loop\n'
     "    result, task_counters = self._execute_shard(task, config, stage_runner)\n"
     '  File "/app/.venv/lib/python3.11/site-packages/zephyr/runners.py", line 340, in execute\n'
-    "    result = _run_stage_with_ctx(task, chunk_prefix, execution_id, ctx)\n")
+    "    result = _run_stage_with_ctx(task, chunk_prefix, execution_id, ctx)\n"
+)
 ERRORS = {
-    "transient": ('  File "/app/pipelines/fetch.py", line 88, in read_batch\n    return resp.read()\n',
-                  "ConnectionResetError: [Errno 104] Connection reset by peer"),
-    "crash": ('  File "/app/pipelines/dedupe.py", line 142, in parse_record\n    raise ValueError(msg)\n',
-              "ValueError: bad record {shard}:{n}: schema mismatch (field 'ts' is a string)"),
-    "bug": ('  File "/app/pipelines/enrich.py", line 57, in enrich\n    lang = LANGS[doc["lang"]]\n',
-            "KeyError: '{key}'"),
-    "oom": (('  File "/app/.venv/lib/python3.11/site-packages/zephyr/runners.py", line 512, in _wait_child\n'
-            "    raise MemoryError(msg)\n"), "MemoryError: " + zl.OOM_ERROR),
+    "transient": (
+        '  File "/app/pipelines/fetch.py", line 88, in read_batch\n    return resp.read()\n',
+        "ConnectionResetError: [Errno 104] Connection reset by peer",
+    ),
+    "crash": (
+        '  File "/app/pipelines/dedupe.py", line 142, in parse_record\n    raise ValueError(msg)\n',
+        "ValueError: bad record {shard}:{n}: schema mismatch (field 'ts' is a string)",
+    ),
+    "bug": (
+        '  File "/app/pipelines/enrich.py", line 57, in enrich\n    lang = LANGS[doc["lang"]]\n',
+        "KeyError: '{key}'",
+    ),
+    "oom": (
+        (
+            '  File "/app/.venv/lib/python3.11/site-packages/zephyr/runners.py", line 512, in _wait_child\n'
+            "    raise MemoryError(msg)\n"
+        ),
+        "MemoryError: " + zl.OOM_ERROR,
+    ),
 }
 
 
@@ -69,8 +83,9 @@ class _Lines:
     def __init__(self):
         self.rows: list[tuple] = []
 
-    def add(self, ts: float, side: str, level: str, text: str, logger: str = "zephyr.execution",
-            block: str | None = None) -> None:
+    def add(
+        self, ts: float, side: str, level: str, text: str, logger: str = "zephyr.execution", block: str | None = None
+    ) -> None:
         self.rows.append((ts, len(self.rows), side, level, logger, text, block))
 
 
@@ -103,8 +118,12 @@ def _lines(run: Run, variant: str) -> _Lines:
         for died, found in zip(life.died, life.deaths, strict=True):
             L.add(found, "coord", "WARNING", zl.HEARTBEAT_TIMEOUT.format(worker=ids[life.index], secs=found - died))
     if sc.form == "ray":
-        L.add(START_TS + 0.1, "coord", "INFO", zl.WORKER_GROUP.format(n=sc.workers, max=sc.workers,
-                                                                      shards=run.stages[0].shards))
+        L.add(
+            START_TS + 0.1,
+            "coord",
+            "INFO",
+            zl.WORKER_GROUP.format(n=sc.workers, max=sc.workers, shards=run.stages[0].shards),
+        )
     _execution_lines(run, L, exec_status, sep, fail_prefix)
     _end_lines(run, L, variant, fail_prefix)
     _known_mode_lines(run, L, variant, exec_status, sep, fail_prefix)
@@ -113,8 +132,12 @@ def _lines(run: Run, variant: str) -> _Lines:
 
 def _execution_lines(run: Run, L: _Lines, exec_status: bool, sep: str, fail_prefix: str) -> None:
     for st in run.stages:
-        L.add(st.start, "coord", "INFO", zl.STAGE_START.format(exec=run.exec_id, stage=st.name,
-                                                               ops=_ops(run.scenario, st.index), n=st.shards))
+        L.add(
+            st.start,
+            "coord",
+            "INFO",
+            zl.STAGE_START.format(exec=run.exec_id, stage=st.name, ops=_ops(run.scenario, st.index), n=st.shards),
+        )
         _status_lines(run, st, L, exec_status, sep)
     for a in run.attempts:
         _attempt_lines(run, a, L, fail_prefix)
@@ -137,9 +160,20 @@ def _known_mode_lines(run: Run, L: _Lines, variant: str, exec_status: bool, sep:
     elif twin.exec_id == run.exec_id:  # marin#3459: the driver's retry, then the same execution again
         if variant != COORD:
             coord = f"/alice/{ids[0].split('-p0-')[0]}-p0-a0-coord"
-            L.add(twin.stages[0].start - 2.3, "coord", "WARNING", zl.RPC_RETRY.format(
-                op=f"{coord}/{coord.rsplit('/', 1)[1]}-0", method="run_pipeline", n=1, max=5, delay=0.11,
-                error="Request timed out"), logger="iris.client")
+            L.add(
+                twin.stages[0].start - 2.3,
+                "coord",
+                "WARNING",
+                zl.RPC_RETRY.format(
+                    op=f"{coord}/{coord.rsplit('/', 1)[1]}-0",
+                    method="run_pipeline",
+                    n=1,
+                    max=5,
+                    delay=0.11,
+                    error="Request timed out",
+                ),
+                logger="iris.client",
+            )
         _execution_lines(twin, L, exec_status, sep, fail_prefix)
     else:  # marin#3705 / #4199: a retry's coordinator; its first workers are killed at once
         for registered, life in enumerate(sorted(twin.workers, key=lambda w: w.registered), 1):
@@ -155,8 +189,13 @@ def _known_mode_lines(run: Run, L: _Lines, variant: str, exec_status: bool, sep:
         for k in range(after.count):
             t = run.coord_end + 5.0 + k * LATE_RETRY_S / after.count
             while t < run.end:
-                L.add(t, "worker", "ERROR", zl.CONNECT_ERROR.format(worker=f"{group}-{sc.workers + k}:0", url=COORD_URL),
-                      logger="zephyr.execution")
+                L.add(
+                    t,
+                    "worker",
+                    "ERROR",
+                    zl.CONNECT_ERROR.format(worker=f"{group}-{sc.workers + k}:0", url=COORD_URL),
+                    logger="zephyr.execution",
+                )
                 t += LATE_RETRY_S
 
 
@@ -167,13 +206,27 @@ def _ops(sc, stage: int) -> str:
 def _attempt_lines(run: Run, a: Attempt, L: _Lines, fail_prefix: str) -> None:
     sc, st, w = run.scenario, run.stages[a.stage], run.worker_ids[a.worker]
     L.add(a.start, "worker", "INFO", zl.EXECUTING.format(worker=w, stage=st.name, shard=a.shard, attempt=a.attempt))
-    L.add(a.start + 0.05, "worker", "INFO", EXTRA["shard_start"].format(exec=run.exec_id, shard=a.shard,
-                                                                        total=st.shards, stage=st.name))
+    L.add(
+        a.start + 0.05,
+        "worker",
+        "INFO",
+        EXTRA["shard_start"].format(exec=run.exec_id, shard=a.shard, total=st.shards, stage=st.name),
+    )
     if sc.stage_plan()[a.stage][1] == "reduce":
         files = run.stages[a.stage - 1].shards if a.stage else 1
-        L.add(a.start + 0.2, "worker", "INFO", EXTRA["scatter"].format(
-            shard=a.shard, files=files, chunks=files * 2, rows=max(1, round(st.items[a.shard] * 0.05)),
-            item_bytes=ITEM_BYTES), logger="zephyr.shuffle")
+        L.add(
+            a.start + 0.2,
+            "worker",
+            "INFO",
+            EXTRA["scatter"].format(
+                shard=a.shard,
+                files=files,
+                chunks=files * 2,
+                rows=max(1, round(st.items[a.shard] * 0.05)),
+                item_bytes=ITEM_BYTES,
+            ),
+            logger="zephyr.shuffle",
+        )
     if a.outcome == "done":
         L.add(a.end - 0.01, "worker", "INFO", EXTRA["shard_complete"].format(shard=a.shard))
         L.add(a.end, "worker", "INFO", zl.SHARD_DONE.format(worker=w, shard=a.shard, secs=a.end - a.start))
@@ -182,14 +235,33 @@ def _attempt_lines(run: Run, a: Attempt, L: _Lines, fail_prefix: str) -> None:
         block, _ = traceback_text(a.error, a.shard, tasks)
         L.add(a.end, "worker", "ERROR", zl.WORKER_ERROR.format(worker=w, shard=a.shard), block=block)
         if a.requeue is not None:
-            L.add(a.end + 0.01, "coord", "WARNING", fail_prefix + zl.TASK_REQUEUE.format(
-                shard=a.shard, worker=w, n=tasks, max=MAX_SHARD_FAILURES))
-    elif a.outcome == "infra" and a.requeue is not None and not any(
-            f.kind == "preempt-count" and f.shard == a.shard for f in sc.faults):  # older Zephyr: no such line
+            L.add(
+                a.end + 0.01,
+                "coord",
+                "WARNING",
+                fail_prefix + zl.TASK_REQUEUE.format(shard=a.shard, worker=w, n=tasks, max=MAX_SHARD_FAILURES),
+            )
+    elif (
+        a.outcome == "infra"
+        and a.requeue is not None
+        and not any(f.kind == "preempt-count" and f.shard == a.shard for f in sc.faults)
+    ):  # older Zephyr: no such line
         tasks, infra, gen = a.requeue
-        L.add(a.end + 0.01, "coord", "WARNING", fail_prefix + zl.INFRA_REQUEUE.format(
-            shard=a.shard, worker=w, generation=gen, task=tasks, task_max=MAX_SHARD_FAILURES, infra=infra,
-            infra_max=MAX_SHARD_INFRA_FAILURES))
+        L.add(
+            a.end + 0.01,
+            "coord",
+            "WARNING",
+            fail_prefix
+            + zl.INFRA_REQUEUE.format(
+                shard=a.shard,
+                worker=w,
+                generation=gen,
+                task=tasks,
+                task_max=MAX_SHARD_FAILURES,
+                infra=infra,
+                infra_max=MAX_SHARD_INFRA_FAILURES,
+            ),
+        )
 
 
 def _end_lines(run: Run, L: _Lines, variant: str, fail_prefix: str) -> None:
@@ -199,15 +271,33 @@ def _end_lines(run: Run, L: _Lines, variant: str, fail_prefix: str) -> None:
     if ab is not None:
         fatal = fatal_error(run)
         if ab["kind"] in ("task", "preempt"):
-            L.add(ab["ts"] + 0.01, "coord", "ERROR", fail_prefix + zl.TASK_ABORT.format(
-                shard=ab["shard"], n=ab["n"], max=MAX_SHARD_FAILURES, worker=ids[ab["worker"]]))
+            L.add(
+                ab["ts"] + 0.01,
+                "coord",
+                "ERROR",
+                fail_prefix
+                + zl.TASK_ABORT.format(shard=ab["shard"], n=ab["n"], max=MAX_SHARD_FAILURES, worker=ids[ab["worker"]]),
+            )
         elif ab["kind"] == "infra":
-            L.add(ab["ts"] + 0.01, "coord", "ERROR", fail_prefix + zl.INFRA_ABORT.format(
-                shard=ab["shard"], infra=ab["n"], infra_max=MAX_SHARD_INFRA_FAILURES, worker=ids[ab["worker"]]))
+            L.add(
+                ab["ts"] + 0.01,
+                "coord",
+                "ERROR",
+                fail_prefix
+                + zl.INFRA_ABORT.format(
+                    shard=ab["shard"], infra=ab["n"], infra_max=MAX_SHARD_INFRA_FAILURES, worker=ids[ab["worker"]]
+                ),
+            )
         if variant != COORD:  # the driver's (fray's) line: not in the coordinator job's own log
             first, _, rest = fatal.partition("\n")
-            L.add(ab["ts"] + 0.2, "coord", "WARNING", EXTRA["actor_failed"].format(error=first),
-                  logger="fray.local_backend", block=rest or None)
+            L.add(
+                ab["ts"] + 0.2,
+                "coord",
+                "WARNING",
+                EXTRA["actor_failed"].format(error=first),
+                logger="fray.local_backend",
+                block=rest or None,
+            )
     if run.state != "running":
         items = sum(a.items for a in run.attempts if a.outcome == "done")
         counters = {"zephyr/item_count": int(items), "zephyr/bytes_processed": int(items * ITEM_BYTES)}
@@ -219,16 +309,19 @@ def _end_lines(run: Run, L: _Lines, variant: str, fail_prefix: str) -> None:
 def fatal_error(run: Run) -> str:
     ab, ids = run.abort, run.worker_ids
     if ab["kind"] == "preempt":  # older Zephyr: the preemptions counted as failures; there is no task error
-        return zl.FATAL_TASK.format(shard=ab["shard"], n=ab["n"], max=MAX_SHARD_FAILURES, worker=ids[ab["worker"]],
-                                    error="None")
+        return zl.FATAL_TASK.format(
+            shard=ab["shard"], n=ab["n"], max=MAX_SHARD_FAILURES, worker=ids[ab["worker"]], error="None"
+        )
     if ab["kind"] == "task":
         last = next(a for a in reversed(run.attempts) if a.outcome == "task" and a.shard == ab["shard"])
         block, _ = traceback_text(last.error, last.shard, ab["n"])
-        return zl.FATAL_TASK.format(shard=ab["shard"], n=ab["n"], max=MAX_SHARD_FAILURES,
-                                    worker=ids[ab["worker"]], error=block)
+        return zl.FATAL_TASK.format(
+            shard=ab["shard"], n=ab["n"], max=MAX_SHARD_FAILURES, worker=ids[ab["worker"]], error=block
+        )
     if ab["kind"] == "infra":
-        return zl.FATAL_INFRA.format(shard=ab["shard"], n=ab["n"], max=MAX_SHARD_INFRA_FAILURES,
-                                     worker=ids[ab["worker"]])
+        return zl.FATAL_INFRA.format(
+            shard=ab["shard"], n=ab["n"], max=MAX_SHARD_INFRA_FAILURES, worker=ids[ab["worker"]]
+        )
     return zl.FATAL_NO_WORKERS.format(idle=ab["idle"], elapsed=ab["elapsed"], registered=ab["n"])
 
 
@@ -251,8 +344,13 @@ def _status_lines(run: Run, st, L: _Lines, exec_status: bool, sep: str) -> None:
     for _, v in done_items:
         cum.append(cum[-1] + v)
     workers = _worker_counts(run)
-    status_fmt = EXTRA["status_ray"] if sc.form == "ray" else \
-        zl.STATUS.fmt if exec_status else zl.STATUS.fmt.removeprefix("[{exec}] ")
+    status_fmt = (
+        EXTRA["status_ray"]
+        if sc.form == "ray"
+        else zl.STATUS.fmt
+        if exec_status
+        else zl.STATUS.fmt.removeprefix("[{exec}] ")
+    )
     throughput_fmt = sep + zl.THROUGHPUT[1:]
     active: list[Attempt] = []
     nxt, t, first = 0, st.start, True
@@ -266,16 +364,26 @@ def _status_lines(run: Run, st, L: _Lines, exec_status: bool, sep: str) -> None:
         in_flight = bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t)
         queued = st.shards - completed - in_flight
         alive, registered, dead = workers(t)
-        line = status_fmt.format(exec=ex, stage=st.name, completed=completed, total=st.shards,
-                                 in_flight=in_flight, queued=queued, alive=alive, registered=registered, dead=dead)
+        line = status_fmt.format(
+            exec=ex,
+            stage=st.name,
+            completed=completed,
+            total=st.shards,
+            in_flight=in_flight,
+            queued=queued,
+            alive=alive,
+            registered=registered,
+            dead=dead,
+        )
         if sc.counters and not first:
-            items = cum[bisect.bisect_right(done_items, (t, float("inf")))] + sum(
-                _partial(a, t, cap) for a in active)
+            items = cum[bisect.bisect_right(done_items, (t, float("inf")))] + sum(_partial(a, t, cap) for a in active)
             elapsed = t - st.start
-            line += throughput_fmt.format(items=zl.human_count(round(items)),
-                                          item_rate=zl.human_count(round(items / elapsed, 1)),
-                                          bytes=zl.human_bytes(items * ITEM_BYTES),
-                                          byte_rate=zl.human_bytes(items * ITEM_BYTES / elapsed))
+            line += throughput_fmt.format(
+                items=zl.human_count(round(items)),
+                item_rate=zl.human_count(round(items / elapsed, 1)),
+                bytes=zl.human_bytes(items * ITEM_BYTES),
+                byte_rate=zl.human_bytes(items * ITEM_BYTES / elapsed),
+            )
         L.add(t, "coord", "INFO", line)
         retried = bisect.bisect_right(fails, t)
         if retried:
@@ -283,9 +391,15 @@ def _status_lines(run: Run, st, L: _Lines, exec_status: bool, sep: str) -> None:
             L.add(t + 0.001, "coord", "WARNING", zl.RETRIED.format(exec=ex, counts=counts))
         if queued == 0 and alive > in_flight and sc.spam_per_s:
             for k in range(int(sc.spam_per_s * STATUS_EVERY_S)):
-                L.add(t + k / sc.spam_per_s, "spam", "DEBUG", EXTRA["operation"].format(
-                    op=f"{spam_rnd.getrandbits(128):032x}", actor=f"{run.worker_ids[0].split('-p0-')[0]}-p0-coord"),
-                    logger="iris.actor.server")
+                L.add(
+                    t + k / sc.spam_per_s,
+                    "spam",
+                    "DEBUG",
+                    EXTRA["operation"].format(
+                        op=f"{spam_rnd.getrandbits(128):032x}", actor=f"{run.worker_ids[0].split('-p0-')[0]}-p0-coord"
+                    ),
+                    logger="iris.actor.server",
+                )
         first = False
         t += STATUS_EVERY_S
 
@@ -329,6 +443,7 @@ def _worker_counts(run: Run):
     def counts(t: float) -> tuple[int, int, int]:
         r, a, d = cum[bisect.bisect_right(times, t)]
         return a, r, d
+
     return counts
 
 
@@ -349,8 +464,10 @@ def _render(run: Run, L: _Lines, path: Path, worker_lines: bool) -> None:
             elif style == "python":
                 head = f"{zl.timestamp(ts)} {level} {logger}: "
             else:
-                head = f"{LEVEL_LETTER[level]}{time.strftime('%Y%m%d %H:%M:%S', time.gmtime(ts))} " \
-                       f"{GLOG_THREADS[side]} {logger} "
+                head = (
+                    f"{LEVEL_LETTER[level]}{time.strftime('%Y%m%d %H:%M:%S', time.gmtime(ts))} "
+                    f"{GLOG_THREADS[side]} {logger} "
+                )
             if sc.prefix == "iris":
                 task = f"/alice/{group}/0" if side == "worker" else f"/alice/{group.split('-p0-')[0]}-p0-coord/0"
                 head = f"[{time.strftime('%H:%M:%S', time.gmtime(ts))}] task={task} | {head}"
@@ -391,9 +508,11 @@ def status_repr(run: Run) -> str:
                 seen = round(t - life.died[-1], 1)
             workers[run.worker_ids[life.index]] = {"state": state, "last_seen_ago": seen}
     fatal = fatal_error(run) if run.abort else None
-    return (f"JobStatus(stage={st.name!r}, completed={completed}, total={st.shards}, retries={retries}, "
-            f"in_flight={in_flight}, queue_depth={st.shards - completed - in_flight}, "
-            f"done={run.state != 'running'}, fatal_error={fatal!r}, workers={workers!r})")
+    return (
+        f"JobStatus(stage={st.name!r}, completed={completed}, total={st.shards}, retries={retries}, "
+        f"in_flight={in_flight}, queue_depth={st.shards - completed - in_flight}, "
+        f"done={run.state != 'running'}, fatal_error={fatal!r}, workers={workers!r})"
+    )
 
 
 def list_tasks(run: Run) -> dict:
@@ -405,20 +524,38 @@ def list_tasks(run: Run) -> dict:
         gone = len(life.deaths) > len(life.returns) and not life.process_alive
         oom = life.oom_killed
         error = "Container was OOM killed by the kernel" if oom else ("Worker lost (preempted)" if life.deaths else "")
-        attempts = [{"attempt_id": k, "state": "TASK_STATE_FAILED" if oom else "TASK_STATE_PREEMPTED",
-                     "exit_code": 137 if oom else -1, "error": error} for k in range(len(life.deaths))]
+        attempts = [
+            {
+                "attempt_id": k,
+                "state": "TASK_STATE_FAILED" if oom else "TASK_STATE_PREEMPTED",
+                "exit_code": 137 if oom else -1,
+                "error": error,
+            }
+            for k in range(len(life.deaths))
+        ]
         memory = rnd.lognormvariate(7.8, 0.2)
-        tasks.append({
-            "task_id": f"/alice/{group}/{life.index}",
-            "state": ("TASK_STATE_FAILED" if oom else "TASK_STATE_WORKER_FAILED") if gone else
-            "TASK_STATE_SUCCEEDED" if life.shutdown is not None else "TASK_STATE_RUNNING",
-            "worker_id": f"iris-w-{life.index}", "worker_address": f"10.0.{life.index // 250}.{life.index % 250}:10001",
-            "exit_code": (137 if oom else -1) if gone else 0, "error": error if gone else "",
-            "started_at": {"epoch_ms": int((life.returns[-1] if life.returns else life.registered) * 1000)},
-            "current_attempt_id": len(life.deaths), "attempts": attempts,
-            "resource_usage": {"memory_mb": str(0 if gone else int(memory)),
-                               "disk_mb": str(int(rnd.uniform(800, 2400))),
-                               "cpu_millicores": 0 if gone else int(rnd.uniform(600, 990)),
-                               "memory_peak_mb": str(16384 if oom else int(memory * 1.3)), "process_count": 1},
-        })
+        tasks.append(
+            {
+                "task_id": f"/alice/{group}/{life.index}",
+                "state": ("TASK_STATE_FAILED" if oom else "TASK_STATE_WORKER_FAILED")
+                if gone
+                else "TASK_STATE_SUCCEEDED"
+                if life.shutdown is not None
+                else "TASK_STATE_RUNNING",
+                "worker_id": f"iris-w-{life.index}",
+                "worker_address": f"10.0.{life.index // 250}.{life.index % 250}:10001",
+                "exit_code": (137 if oom else -1) if gone else 0,
+                "error": error if gone else "",
+                "started_at": {"epoch_ms": int((life.returns[-1] if life.returns else life.registered) * 1000)},
+                "current_attempt_id": len(life.deaths),
+                "attempts": attempts,
+                "resource_usage": {
+                    "memory_mb": str(0 if gone else int(memory)),
+                    "disk_mb": str(int(rnd.uniform(800, 2400))),
+                    "cpu_millicores": 0 if gone else int(rnd.uniform(600, 990)),
+                    "memory_peak_mb": str(16384 if oom else int(memory * 1.3)),
+                    "process_count": 1,
+                },
+            }
+        )
     return {"tasks": tasks}

@@ -19,19 +19,24 @@ if TYPE_CHECKING:
     from zephyr_debug.model import Evidence
 
 # Every form a JOB argument takes, listed once; commands point here (`zdebug --help`).
-JOB_FORMS = ("JOB is one of: an execution id, a unique prefix of one, or `latest` (the job store); "
-             "a job dir; an evidence file or dir (Zephyr/Iris logs, get_status, list-tasks JSON); "
-             "a live coordinator `http://HOST:PORT`; an Iris job `iris://HOST:PORT/JOB_ID`; "
-             "a finelog run `finelog://HOST:PORT/EXEC`; a Prometheus run "
-             "`prometheus+http://HOST:9090?run=EXEC`.")
+JOB_FORMS = (
+    "JOB is one of: an execution id, a unique prefix of one, or `latest` (the job store); "
+    "a job dir; an evidence file or dir (Zephyr/Iris logs, get_status, list-tasks JSON); "
+    "a live coordinator `http://HOST:PORT`; an Iris job `iris://HOST:PORT/JOB_ID`; "
+    "a finelog run `finelog://HOST:PORT/EXEC`; a Prometheus run "
+    "`prometheus+http://HOST:9090?run=EXEC`."
+)
 _JOB_HELP = "The job (default: latest). Forms: see `zdebug --help`."
 
 JSON = typer.Option(False, "--json", help="Print JSON instead of tables.")
 JOB = typer.Argument("latest", metavar="JOB", help=_JOB_HELP)
 # `JOB` or `--prometheus URL [--run ID]`: declare the three, then load `job_target(job, prometheus, run)`.
-JOB_OR_PROMETHEUS = typer.Argument(None, metavar="JOB", show_default=False,
-                                   help="The job (default: latest; omit with --prometheus). Forms: see "
-                                        "`zdebug --help`.")
+JOB_OR_PROMETHEUS = typer.Argument(
+    None,
+    metavar="JOB",
+    show_default=False,
+    help="The job (default: latest; omit with --prometheus). Forms: see `zdebug --help`.",
+)
 PROMETHEUS = typer.Option(None, "--prometheus", metavar="URL", help="Read the run from this Prometheus instead.")
 RUN = typer.Option(None, "--run", metavar="EXEC_ID", help="With --prometheus: the run (default: the last to progress).")
 
@@ -43,12 +48,24 @@ def _set_timeout(seconds: float | None) -> float | None:
     return http.set_timeout(seconds)
 
 
-TIMEOUT = typer.Option(None, "--timeout", metavar="SECONDS", show_default=False, callback=_set_timeout,
-                       help="Give up on each network read (connect + whole answer) after SECONDS (default 15).")
-FINELOG = typer.Option(None, "--finelog", metavar="URL", show_default=False,  # sources/finelog.py
-                       help="Merge in Zephyr's per-shard telemetry of the job from the finelog server at URL.")
-EXIT_STATUS = typer.Option(False, "--exit-status", help="Exit 1 when the job failed or was interrupted "
-                           "(or has findings of severity error).")
+TIMEOUT = typer.Option(
+    None,
+    "--timeout",
+    metavar="SECONDS",
+    show_default=False,
+    callback=_set_timeout,
+    help="Give up on each network read (connect + whole answer) after SECONDS (default 15).",
+)
+FINELOG = typer.Option(
+    None,
+    "--finelog",
+    metavar="URL",
+    show_default=False,  # sources/finelog.py
+    help="Merge in Zephyr's per-shard telemetry of the job from the finelog server at URL.",
+)
+EXIT_STATUS = typer.Option(
+    False, "--exit-status", help="Exit 1 when the job failed or was interrupted (or has findings of severity error)."
+)
 
 
 EXIT_OK, EXIT_PROBLEM = 0, 1  # usage errors exit 2, unreadable evidence 3 (zephyr_debug.errors)

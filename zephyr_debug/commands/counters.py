@@ -6,15 +6,23 @@ import typer
 
 from zephyr_debug.commands.common import JOB, JSON, TIMEOUT, examples, load_evidence
 
-COMPARE = typer.Option(None, "--compare", metavar="JOB", show_default=False,
-                       help="Compare with this run (repeatable; default: the earlier runs of the same pipeline "
-                            "in the job store).")
+COMPARE = typer.Option(
+    None,
+    "--compare",
+    metavar="JOB",
+    show_default=False,
+    help="Compare with this run (repeatable; default: the earlier runs of the same pipeline in the job store).",
+)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug counters                # the newest job, against its earlier runs",
-                                 "zdebug counters latest --compare 20260101-120000-1a2b3c4d",
-                                 "zdebug counters coordinator.log --json"))
+    @app.command(
+        epilog=examples(
+            "zdebug counters                # the newest job, against its earlier runs",
+            "zdebug counters latest --compare 20260101-120000-1a2b3c4d",
+            "zdebug counters coordinator.log --json",
+        )
+    )
     def counters(
         job: str = JOB,
         compare: list[str] = COMPARE,
@@ -37,8 +45,14 @@ def register(app: typer.Typer) -> None:
         report = rules.Report(report.run, report.earlier, report.comparisons, found, report.rules)
         workers = churn.per_worker(ev)
         if as_json:
-            print_json({**report.to_json(), "churn": {"workers": [w.to_json() for w in workers],
-                                                      "per_hour": [{"hour": h, "reregistered": r, "timeouts": t}
-                                                                   for h, r, t in churn.per_hour(ev)]}})
+            print_json(
+                {
+                    **report.to_json(),
+                    "churn": {
+                        "workers": [w.to_json() for w in workers],
+                        "per_hour": [{"hour": h, "reregistered": r, "timeouts": t} for h, r, t in churn.per_hour(ev)],
+                    },
+                }
+            )
         else:
             view.render(report, workers)

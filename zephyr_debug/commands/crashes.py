@@ -19,20 +19,28 @@ if TYPE_CHECKING:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug crashes latest --dedupe   # the newest job, grouped",
-                                 "zdebug crashes worker-3.log --shard 5",
-                                 "zdebug crashes crashes/ --dedupe --in-app mypipeline",
-                                 "iris job logs /alice/my-pipeline | zdebug crashes - --dedupe",
-                                 "zdebug crashes normalize crash.txt"))
+    @app.command(
+        epilog=examples(
+            "zdebug crashes latest --dedupe   # the newest job, grouped",
+            "zdebug crashes worker-3.log --shard 5",
+            "zdebug crashes crashes/ --dedupe --in-app mypipeline",
+            "iris job logs /alice/my-pipeline | zdebug crashes - --dedupe",
+            "zdebug crashes normalize crash.txt",
+        )
+    )
     def crashes(
-        args: list[str] = typer.Argument(..., metavar="SOURCE | normalize FILE",
-                                         help="A JOB (forms: see `zdebug --help`), a log file, a directory "
-                                              "of crash files, or `-` for stdin. `normalize FILE` shows the "
-                                              "normalized form of the crash reports in FILE."),
+        args: list[str] = typer.Argument(
+            ...,
+            metavar="SOURCE | normalize FILE",
+            help="A JOB (forms: see `zdebug --help`), a log file, a directory "
+            "of crash files, or `-` for stdin. `normalize FILE` shows the "
+            "normalized form of the crash reports in FILE.",
+        ),
         dedupe: bool = typer.Option(False, "--dedupe", help="Group crashes by fingerprint."),
         shard: int = typer.Option(None, "--shard", metavar="N", help="Only crashes of this shard."),
-        in_app: list[str] = typer.Option(None, "--in-app", metavar="PKG",
-                                         help="Frames of module PKG (and its submodules) are in-app; repeatable."),
+        in_app: list[str] = typer.Option(
+            None, "--in-app", metavar="PKG", help="Frames of module PKG (and its submodules) are in-app; repeatable."
+        ),
         timeout: float = TIMEOUT,
         as_json: bool = JSON,
     ) -> None:
@@ -48,8 +56,10 @@ def register(app: typer.Typer) -> None:
         if args[0] == "normalize":
             if len(args) != 2:
                 raise UsageError("usage: zdebug crashes normalize FILE (or - for stdin)")
-            reports = [{"source": c.location, "normalized": fp.norm.report(c.text),
-                        **_signature(fp, c)} for c in inputs.stream(args[1], stats)]
+            reports = [
+                {"source": c.location, "normalized": fp.norm.report(c.text), **_signature(fp, c)}
+                for c in inputs.stream(args[1], stats)
+            ]
             if not reports and not stats.lines:
                 raise EvidenceError(f"{args[1]}: empty")
             _finish(view.normalized, {"reports": reports}, stats, as_json)
@@ -92,8 +102,13 @@ def _json(path: Path) -> bool:
 
 def _signature(fp: Fingerprinter, crash: Crash) -> dict:
     sig = fp.signature(crash.text, crash.kind, crash.stage)
-    return {"fingerprint": sig.fingerprint, "kind": sig.kind, "exception": sig.exception, "message": sig.message,
-            "frames": list(sig.frames)}
+    return {
+        "fingerprint": sig.fingerprint,
+        "kind": sig.kind,
+        "exception": sig.exception,
+        "message": sig.message,
+        "frames": list(sig.frames),
+    }
 
 
 def _finish(render, data: dict, stats: Stats, as_json: bool) -> None:

@@ -10,13 +10,23 @@ from zephyr_debug.commands.common import JSON, Default, examples
 
 DEFAULT_FAULTS = ["skew-shard:3:x6", "slow-worker:1:x6", "exception:2", "oom:5", "segfault:6", "kill-worker:2"]
 # What the demo shows afterwards: zdebug subcommands run on the finished job.
-FOLLOW_UPS: list[list[str]] = [["diagnose"], ["crashes", "--dedupe"], ["stragglers"], ["workers", "--sort", "memory"],
-                               ["report"]]
+FOLLOW_UPS: list[list[str]] = [
+    ["diagnose"],
+    ["crashes", "--dedupe"],
+    ["stragglers"],
+    ["workers", "--sort", "memory"],
+    ["report"],
+]
 # What it suggests trying next, on the finished job.
 NEXT: list[list[str]] = [["diagnose"], ["report"], ["watch", "--once"]]
-WRITE_FINELOG = typer.Option(None, "--finelog", metavar="URL", show_default=False,  # reference/telemetry.py
-                             help="Also write Zephyr's per-shard telemetry (zephyr.worker / zephyr.stage) "
-                                  "to the finelog server at URL, as real Zephyr does.")
+WRITE_FINELOG = typer.Option(
+    None,
+    "--finelog",
+    metavar="URL",
+    show_default=False,  # reference/telemetry.py
+    help="Also write Zephyr's per-shard telemetry (zephyr.worker / zephyr.stage) "
+    "to the finelog server at URL, as real Zephyr does.",
+)
 
 
 def finelog_target(url: str, execution_id: str) -> str:
@@ -34,29 +44,41 @@ def next_commands(execution_id: str, finelog: str | None = None) -> list[str]:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug demo                   # the default mixed set of faults",
-                                 "zdebug demo --no-faults --no-show",
-                                 "zdebug demo -f skew-shard:42:x30 -f oom:5:always --shards 64",
-                                 "zdebug demo --json",
-                                 "zdebug demo -f skew-shard:3:x30 --finelog 127.0.0.1:10001"))
+    @app.command(
+        epilog=examples(
+            "zdebug demo                   # the default mixed set of faults",
+            "zdebug demo --no-faults --no-show",
+            "zdebug demo -f skew-shard:42:x30 -f oom:5:always --shards 64",
+            "zdebug demo --json",
+            "zdebug demo -f skew-shard:3:x30 --finelog 127.0.0.1:10001",
+        )
+    )
     def demo(
-        fault: list[str] = typer.Option(None, "--fault", "-f", metavar="KIND:TARGET[:OPTS]", help="A fault, "
-                                        "repeatable (e.g. skew-shard:42:x30, oom:5:always). Default: a mixed set."),
+        fault: list[str] = typer.Option(
+            None,
+            "--fault",
+            "-f",
+            metavar="KIND:TARGET[:OPTS]",
+            help="A fault, repeatable (e.g. skew-shard:42:x30, oom:5:always). Default: a mixed set.",
+        ),
         no_faults: bool = typer.Option(False, "--no-faults", help="A healthy run."),
         workers: int = typer.Option(4, min=1, metavar="N", help="Worker processes."),
-        shards: int = typer.Option(16, min=1, metavar="N", help="Shards in the first stage (the second has a "
-                                   "quarter)."),
+        shards: int = typer.Option(
+            16, min=1, metavar="N", help="Shards in the first stage (the second has a quarter)."
+        ),
         rows: int = typer.Option(20_000, min=10, metavar="N", help="Rows per shard."),
         runner: str = typer.Option("subprocess", metavar="inline|subprocess", help="How workers run a shard."),
         heartbeat: float = typer.Option(0.5, metavar="SECONDS", help="Heartbeat interval (Zephyr: 5)."),
         heartbeat_timeout: float = typer.Option(5.0, metavar="SECONDS", help="Heartbeat timeout (Zephyr: 120)."),
         memory_limit_mb: int = typer.Option(768, metavar="MB", help="The OOM watchdog's per-process RSS limit."),
-        deadline: float = typer.Option(300.0, metavar="SECONDS", help="Stop the job after this long "
-                                       "(interrupted)."),
+        deadline: float = typer.Option(300.0, metavar="SECONDS", help="Stop the job after this long (interrupted)."),
         show: bool = typer.Option(True, help="Show the analyzers' findings afterwards."),
-        host: str = typer.Option(Default("zephyr_debug.reference.server", "LOOPBACK"), "--host", metavar="ADDR",
-                                 help="Address the coordinator listens on; anything but loopback is reachable "
-                                      "from other machines (warns)."),
+        host: str = typer.Option(
+            Default("zephyr_debug.reference.server", "LOOPBACK"),
+            "--host",
+            metavar="ADDR",
+            help="Address the coordinator listens on; anything but loopback is reachable from other machines (warns).",
+        ),
         finelog: str = WRITE_FINELOG,
         as_json: bool = JSON,
     ) -> None:
@@ -68,11 +90,21 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("inline or subprocess", param_hint="--runner")
         specs = [] if no_faults else (fault or DEFAULT_FAULTS)
         config = JobConfig(
-            workers=workers, runner=runner, stages=default_stages(shards, rows), faults=[parse_fault(s) for s in specs],
-            coordinator=CoordinatorConfig(heartbeat_interval=heartbeat, heartbeat_timeout=heartbeat_timeout,
-                                          status_interval=max(heartbeat * 2, 0.5),
-                                          no_workers_timeout=heartbeat_timeout * 2),
-            memory_limit_mb=memory_limit_mb, deadline_s=deadline, host=host, finelog=finelog)
+            workers=workers,
+            runner=runner,
+            stages=default_stages(shards, rows),
+            faults=[parse_fault(s) for s in specs],
+            coordinator=CoordinatorConfig(
+                heartbeat_interval=heartbeat,
+                heartbeat_timeout=heartbeat_timeout,
+                status_interval=max(heartbeat * 2, 0.5),
+                no_workers_timeout=heartbeat_timeout * 2,
+            ),
+            memory_limit_mb=memory_limit_mb,
+            deadline_s=deadline,
+            host=host,
+            finelog=finelog,
+        )
         con = console()
         job = Job(config).serve()
         if not as_json:
@@ -84,20 +116,29 @@ def register(app: typer.Typer) -> None:
             seen = [0]
 
             def tick(coordinator) -> None:
-                finished = config.stages[:max(coordinator.stage_index, 0)]
+                finished = config.stages[: max(coordinator.stage_index, 0)]
                 done = sum(stage.shards for stage in finished) + coordinator.completed
                 advance(done - seen[0])
                 seen[0] = done
 
             result = job.wait(on_tick=tick)
         nxt = next_commands(result.execution_id, finelog)
-        summary = {"job": result.execution_id, "dir": str(result.job_dir), "url": job.url, "state": result.state,
-                   "fatal_error": result.fatal_error, "faults": specs, "next": nxt}
+        summary = {
+            "job": result.execution_id,
+            "dir": str(result.job_dir),
+            "url": job.url,
+            "state": result.state,
+            "fatal_error": result.fatal_error,
+            "faults": specs,
+            "next": nxt,
+        }
         if as_json:
             print_json(summary)
             return
-        con.print(f"[bold]ran[/] {result.execution_id} ({result.state}) with faults: {', '.join(specs) or 'none'}",
-                  soft_wrap=True)
+        con.print(
+            f"[bold]ran[/] {result.execution_id} ({result.state}) with faults: {', '.join(specs) or 'none'}",
+            soft_wrap=True,
+        )
         con.print(f"job dir: {result.job_dir}", soft_wrap=True)
         if show:
             from zephyr_debug.cli import app as cli_app

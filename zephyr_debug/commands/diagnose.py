@@ -19,10 +19,14 @@ from zephyr_debug.commands.status import STALL_MINUTES
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug diagnose               # the newest job in the store",
-                                 "zdebug diagnose iris://127.0.0.1:10000/alice/my-pipeline",
-                                 "zdebug diagnose coordinator.log --json",
-                                 "zdebug diagnose latest --exit-status"))
+    @app.command(
+        epilog=examples(
+            "zdebug diagnose               # the newest job in the store",
+            "zdebug diagnose iris://127.0.0.1:10000/alice/my-pipeline",
+            "zdebug diagnose coordinator.log --json",
+            "zdebug diagnose latest --exit-status",
+        )
+    )
     def diagnose(
         job: str = JOB,
         stall_minutes: float = STALL_MINUTES,

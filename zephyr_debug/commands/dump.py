@@ -9,9 +9,13 @@ from zephyr_debug.commands.profile import JOB, STRAGGLER, SUBPROCESSES, TARGET, 
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug dump --straggler latest        # the worker holding the longest shard",
-                                 "zdebug dump 12345 --json",
-                                 "zdebug dump zephyr-4e7e9c87-p0-workers-1 --job latest"))
+    @app.command(
+        epilog=examples(
+            "zdebug dump --straggler latest        # the worker holding the longest shard",
+            "zdebug dump 12345 --json",
+            "zdebug dump zephyr-4e7e9c87-p0-workers-1 --job latest",
+        )
+    )
     def dump(
         target: str = TARGET,
         job: str = JOB,
@@ -30,6 +34,10 @@ def register(app: typer.Typer) -> None:
         resolved = resolve(target, job, straggler)
         threads = normalize(pyspy.dump(resolved.pid, subprocesses=with_subprocesses(resolved, subprocesses)))
         running = any(t["state"] == "running" for t in threads)
-        result = {"target": resolved.label, **target_info(resolved), "threads": threads,
-                  "next": [f"zdebug profile {resolved.pid}"] if running else []}
+        result = {
+            "target": resolved.label,
+            **target_info(resolved),
+            "threads": threads,
+            "next": [f"zdebug profile {resolved.pid}"] if running else [],
+        }
         print_json(result) if as_json else render_dump(result)

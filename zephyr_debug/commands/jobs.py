@@ -9,8 +9,11 @@ from zephyr_debug.commands.common import JSON, examples
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug jobs", "zdebug jobs --json",
-                                 "ZDEBUG_HOME=.zdebug zdebug jobs   # a checkout's own store"))
+    @app.command(
+        epilog=examples(
+            "zdebug jobs", "zdebug jobs --json", "ZDEBUG_HOME=.zdebug zdebug jobs   # a checkout's own store"
+        )
+    )
     def jobs(as_json: bool = JSON) -> None:
         """List the jobs in the job store ($ZDEBUG_HOME/jobs, default
         $XDG_STATE_HOME/zdebug/jobs or ~/.local/state/zdebug/jobs)."""
@@ -27,8 +30,13 @@ def register(app: typer.Typer) -> None:
         for col in ("job", "state", "stage", "progress", "last progress"):
             table.add_column(col)
         for r in rows:
-            table.add_row(clean(r["job"]), r["state"], clean(r["stage"]), f"{r['completed']}/{r['total']}",
-                          when(r["progress_time"]))
+            table.add_row(
+                clean(r["job"]),
+                r["state"],
+                clean(r["stage"]),
+                f"{r['completed']}/{r['total']}",
+                when(r["progress_time"]),
+            )
         console().print(table if rows else f"no jobs in {jobstore.jobs_root()} yet: run `zdebug demo`")
 
 
@@ -38,5 +46,12 @@ def _row(path) -> dict:
 
     ev = jobdir.load(path)
     p = latest(ev)
-    return {"job": ev.job, "dir": str(path), "state": ev.state, "stage": p.stage, "completed": p.completed,
-            "total": p.total, "progress_time": p.progress_time}
+    return {
+        "job": ev.job,
+        "dir": str(path),
+        "state": ev.state,
+        "stage": p.stage,
+        "completed": p.completed,
+        "total": p.total,
+        "progress_time": p.progress_time,
+    }

@@ -16,18 +16,29 @@ SCRAPE = "1s"
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug observe                # Prometheus on 127.0.0.1:9090 until Ctrl-C",
-                                 "zdebug observe --port 0 --no-keep -f oom:5"))
+    @app.command(
+        epilog=examples(
+            "zdebug observe                # Prometheus on 127.0.0.1:9090 until Ctrl-C",
+            "zdebug observe --port 0 --no-keep -f oom:5",
+        )
+    )
     def observe(
-        fault: list[str] = typer.Option(None, "--fault", "-f", metavar="KIND:TARGET[:OPTS]", help="A fault, repeatable "
-                                        "(as in `zdebug demo`). Default: the demo's mixed set."),
+        fault: list[str] = typer.Option(
+            None,
+            "--fault",
+            "-f",
+            metavar="KIND:TARGET[:OPTS]",
+            help="A fault, repeatable (as in `zdebug demo`). Default: the demo's mixed set.",
+        ),
         workers: int = typer.Option(4, min=1, metavar="N", help="Worker processes."),
         shards: int = typer.Option(16, min=1, metavar="N", help="Shards in the first stage."),
         rows: int = typer.Option(20_000, min=10, metavar="N", help="Rows per shard."),
-        port: int = typer.Option(9090, min=0, max=65535, metavar="PORT",
-                                 help="Prometheus port on 127.0.0.1 (0: any free port)."),
-        workdir: Path = typer.Option(None, metavar="DIR",
-                                     help="Prometheus config and TSDB (default $ZDEBUG_HOME/prometheus)."),
+        port: int = typer.Option(
+            9090, min=0, max=65535, metavar="PORT", help="Prometheus port on 127.0.0.1 (0: any free port)."
+        ),
+        workdir: Path = typer.Option(
+            None, metavar="DIR", help="Prometheus config and TSDB (default $ZDEBUG_HOME/prometheus)."
+        ),
         keep: bool = typer.Option(True, help="Keep Prometheus up after the job ends, until Ctrl-C."),
         finelog: str = WRITE_FINELOG,
         as_json: bool = JSON,
@@ -40,11 +51,18 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render.output import clean, console, print_json
         from zephyr_debug.sources import prometheus
 
-        coordinator = CoordinatorConfig(heartbeat_interval=0.5, heartbeat_timeout=5.0, status_interval=1.0,
-                                        no_workers_timeout=10.0)
+        coordinator = CoordinatorConfig(
+            heartbeat_interval=0.5, heartbeat_timeout=5.0, status_interval=1.0, no_workers_timeout=10.0
+        )
         specs = fault or DEFAULT_FAULTS
-        config = JobConfig(workers=workers, stages=default_stages(shards, rows), faults=[parse_fault(s) for s in specs],
-                           coordinator=coordinator, linger_s=3.0, finelog=finelog)
+        config = JobConfig(
+            workers=workers,
+            stages=default_stages(shards, rows),
+            faults=[parse_fault(s) for s in specs],
+            coordinator=coordinator,
+            linger_s=3.0,
+            finelog=finelog,
+        )
         home = workdir or jobstore.jobs_root().parent / "prometheus"
         con = console()
 
@@ -56,14 +74,21 @@ def register(app: typer.Typer) -> None:
             prom.add_target(job.url)
             prom.wait_scraped(job.url)  # the run's first seconds on record too
             job.start()
-            info = {"prometheus": prom.url, "coordinator": job.url, "job": job.execution_id, "dir": str(job.job_dir),
-                    "faults": specs, "zdebug": prometheus.target(prom.url, job.execution_id)}
+            info = {
+                "prometheus": prom.url,
+                "coordinator": job.url,
+                "job": job.execution_id,
+                "dir": str(job.job_dir),
+                "faults": specs,
+                "zdebug": prometheus.target(prom.url, job.execution_id),
+            }
             if finelog:
                 info["finelog"] = finelog_target(finelog, job.execution_id)
             if not as_json:
                 say(f"[bold]Prometheus[/] {prom.url}/graph  (alerts: {prom.url}/alerts, data in {clean(home)})")
-                say(f"[bold]coordinator[/] {job.url}/metrics  running {job.execution_id} "
-                    f"with {clean(', '.join(specs))}")
+                say(
+                    f"[bold]coordinator[/] {job.url}/metrics  running {job.execution_id} with {clean(', '.join(specs))}"
+                )
                 say(f"Grafana: provision dashboards/ ({grafana.UID}.json) against {prom.url}")
                 say(f"then: zdebug status '{info['zdebug']}'  (or stragglers, workers, report)")
                 if finelog:

@@ -10,11 +10,17 @@ from zephyr_debug.commands.common import JSON, examples
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug playbook                 # list them",
-                                 "zdebug playbook oom              # one, by a unique part of its name",
-                                 "zdebug playbook straggler-tail --json"))
-    def playbook(name: str = typer.Argument(None, metavar="NAME", help="Playbook name (or a unique part of it)."),
-                 as_json: bool = JSON) -> None:
+    @app.command(
+        epilog=examples(
+            "zdebug playbook                 # list them",
+            "zdebug playbook oom              # one, by a unique part of its name",
+            "zdebug playbook straggler-tail --json",
+        )
+    )
+    def playbook(
+        name: str = typer.Argument(None, metavar="NAME", help="Playbook name (or a unique part of it)."),
+        as_json: bool = JSON,
+    ) -> None:
         """List the playbooks, or show one: symptoms, commands, how to read them, the fix."""
         from rich.markdown import Markdown
         from rich.table import Table
@@ -37,8 +43,15 @@ def register(app: typer.Typer) -> None:
             return
         book = playbooks.find(name)
         if as_json:
-            print_json({"name": book.name, "title": book.title, "path": str(book.path), "commands": book.commands,
-                        "markdown": book.body})
+            print_json(
+                {
+                    "name": book.name,
+                    "title": book.title,
+                    "path": str(book.path),
+                    "commands": book.commands,
+                    "markdown": book.body,
+                }
+            )
         elif con.is_terminal:
             con.print(Markdown(book.body))
         else:

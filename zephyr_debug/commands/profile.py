@@ -18,16 +18,23 @@ if TYPE_CHECKING:
     from zephyr_debug.profile.target import Target
 
 TARGET = typer.Argument(None, metavar="PID|WORKER", help="A pid, or a worker id of a live job (with --job).")
-JOB = typer.Option(None, "--job", metavar="JOB", help="The live job the worker id belongs to (forms: see "
-                   "`zdebug --help`).")
-STRAGGLER = typer.Option(None, "--straggler", metavar="JOB",
-                         help="Target the worker holding JOB's longest-running in-flight shard.")
-SUBPROCESSES = typer.Option(None, "--subprocesses/--no-subprocesses",
-                            help="Include child processes (default: on for jobs using the subprocess runner).")
+JOB = typer.Option(
+    None, "--job", metavar="JOB", help="The live job the worker id belongs to (forms: see `zdebug --help`)."
+)
+STRAGGLER = typer.Option(
+    None, "--straggler", metavar="JOB", help="Target the worker holding JOB's longest-running in-flight shard."
+)
+SUBPROCESSES = typer.Option(
+    None,
+    "--subprocesses/--no-subprocesses",
+    help="Include child processes (default: on for jobs using the subprocess runner).",
+)
 
 
-NOTES = {"gil": "--gil keeps only GIL-holding samples: the waiting share is not measured",
-         "no-idle": "--no-idle: idle threads were not sampled, so the waiting share is a lower bound"}
+NOTES = {
+    "gil": "--gil keeps only GIL-holding samples: the waiting share is not measured",
+    "no-idle": "--no-idle: idle threads were not sampled, so the waiting share is a lower bound",
+}
 
 
 class _RecordByDefault(Group):
@@ -44,8 +51,13 @@ def with_subprocesses(target: Target, flag: bool | None) -> bool:
 
 
 def target_info(target: Target) -> dict:
-    return {"pid": target.pid, "worker": target.worker, "shard": target.shard, "shard_elapsed_s": target.elapsed_s,
-            "why": target.why}
+    return {
+        "pid": target.pid,
+        "worker": target.worker,
+        "shard": target.shard,
+        "shard_elapsed_s": target.elapsed_s,
+        "why": target.why,
+    }
 
 
 def _default_output(target: Target) -> Path:
@@ -64,14 +76,21 @@ def _next_steps(summary: dict, file: Path, pid: int | None) -> list[str]:
 
 
 def register(app: typer.Typer) -> None:
-    group = App(cls=_RecordByDefault, no_args_is_help=True,
-                help="Profile a worker with py-spy: user code vs libraries vs waiting, hot frames. "
-                     "`zdebug profile TARGET` is short for `zdebug profile record TARGET`.")
+    group = App(
+        cls=_RecordByDefault,
+        no_args_is_help=True,
+        help="Profile a worker with py-spy: user code vs libraries vs waiting, hot frames. "
+        "`zdebug profile TARGET` is short for `zdebug profile record TARGET`.",
+    )
     app.add_typer(group, name="profile")
 
-    @group.command(epilog=examples("zdebug profile --straggler latest   # the worker holding the longest shard",
-                                   "zdebug profile 12345 --duration 30 --gil",
-                                   "zdebug profile zephyr-4e7e9c87-p0-workers-1 --job latest -o w1.json"))
+    @group.command(
+        epilog=examples(
+            "zdebug profile --straggler latest   # the worker holding the longest shard",
+            "zdebug profile 12345 --duration 30 --gil",
+            "zdebug profile zephyr-4e7e9c87-p0-workers-1 --job latest -o w1.json",
+        )
+    )
     def record(
         target: str = TARGET,
         job: str = JOB,
@@ -79,13 +98,22 @@ def register(app: typer.Typer) -> None:
         duration: int = typer.Option(10, min=1, metavar="SECONDS", help="Seconds to sample."),
         rate: int = typer.Option(100, min=1, max=10_000, metavar="HZ", help="Samples per second."),
         gil: bool = typer.Option(False, "--gil", help="Only samples holding the GIL; reports the GIL-holding share."),
-        idle: bool = typer.Option(True, "--idle/--no-idle",
-                                  help="Sample idle threads too (needed to measure waiting)."),
+        idle: bool = typer.Option(
+            True, "--idle/--no-idle", help="Sample idle threads too (needed to measure waiting)."
+        ),
         subprocesses: bool = SUBPROCESSES,
-        nonblocking: bool = typer.Option(True, "--nonblocking/--blocking", help="--blocking pauses the worker "
-                                         "for each sample: exact stacks, much more overhead on a busy host."),
-        output: Path = typer.Option(None, "-o", "--output", metavar="FILE", help="Speedscope file to write "
-                                    "(default: <job dir>/profiles/ for a worker, else the current dir)."),
+        nonblocking: bool = typer.Option(
+            True,
+            "--nonblocking/--blocking",
+            help="--blocking pauses the worker for each sample: exact stacks, much more overhead on a busy host.",
+        ),
+        output: Path = typer.Option(
+            None,
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="Speedscope file to write (default: <job dir>/profiles/ for a worker, else the current dir).",
+        ),
         timeout: float = TIMEOUT,
         as_json: bool = JSON,
     ) -> None:
@@ -101,23 +129,42 @@ def register(app: typer.Typer) -> None:
             _record_on_iris(iris_job, None if straggler else target, duration, output, as_json)
             return
         resolved = resolve(target, job, straggler)
-        rec = pyspy.record(resolved.pid, output or _default_output(resolved), duration_s=duration, rate=rate,
-                           gil=gil, idle=idle, subprocesses=with_subprocesses(resolved, subprocesses),
-                           nonblocking=nonblocking)
+        rec = pyspy.record(
+            resolved.pid,
+            output or _default_output(resolved),
+            duration_s=duration,
+            rate=rate,
+            gil=gil,
+            idle=idle,
+            subprocesses=with_subprocesses(resolved, subprocesses),
+            nonblocking=nonblocking,
+        )
         doc = _load_fixed(rec.path)
         summary = summarize_profile(doc, duration_s=rec.duration_s, gil=gil, source=resolved.label)
-        summary.update(file=str(rec.path), target=target_info(resolved), rate=rate, idle=idle,
-                       subprocesses=rec.subprocesses, next=_next_steps(summary, rec.path, resolved.pid),
-                       notes=[NOTES[flag] for flag in ("gil", "no-idle") if {"gil": gil, "no-idle": not idle}[flag]])
+        summary.update(
+            file=str(rec.path),
+            target=target_info(resolved),
+            rate=rate,
+            idle=idle,
+            subprocesses=rec.subprocesses,
+            next=_next_steps(summary, rec.path, resolved.pid),
+            notes=[NOTES[flag] for flag in ("gil", "no-idle") if {"gil": gil, "no-idle": not idle}[flag]],
+        )
         print_json(summary) if as_json else render_summary(summary)
 
-    @group.command(epilog=examples("zdebug profile summarize w1.speedscope.json",
-                                   "zdebug profile summarize reply.json -o fixed.speedscope.json --json"))
+    @group.command(
+        epilog=examples(
+            "zdebug profile summarize w1.speedscope.json",
+            "zdebug profile summarize reply.json -o fixed.speedscope.json --json",
+        )
+    )
     def summarize(
-        file: Path = typer.Argument(..., metavar="FILE", help="A speedscope JSON file, or an Iris profile-task "
-                                    "reply (profile_data)."),
-        output: Path = typer.Option(None, "-o", "--output", metavar="FILE", help="Also write the (decoded, fixed) "
-                                    "speedscope file."),
+        file: Path = typer.Argument(
+            ..., metavar="FILE", help="A speedscope JSON file, or an Iris profile-task reply (profile_data)."
+        ),
+        output: Path = typer.Option(
+            None, "-o", "--output", metavar="FILE", help="Also write the (decoded, fixed) speedscope file."
+        ),
         as_json: bool = JSON,
     ) -> None:
         """The verdict for an existing speedscope file."""

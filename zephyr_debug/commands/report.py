@@ -25,15 +25,29 @@ def default_path(ev: Evidence) -> Path:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug report                 # the newest job: <job dir>/report.html",
-                                 "zdebug report ./logs/ -o report.html",
-                                 "zdebug report iris://127.0.0.1:10000/alice/my-pipeline --top 20"))
+    @app.command(
+        epilog=examples(
+            "zdebug report                 # the newest job: <job dir>/report.html",
+            "zdebug report ./logs/ -o report.html",
+            "zdebug report iris://127.0.0.1:10000/alice/my-pipeline --top 20",
+        )
+    )
     def report(
         job: str = JOB,
-        output: Path = typer.Option(None, "--output", "-o", metavar="FILE", help="HTML file to write "
-                                    "(default: <job dir>/report.html, else ./zdebug-report-<job>.html)."),
-        top: int = typer.Option(Default("zephyr_debug.render.report", "Limits.top_workers"), "--top", min=1,
-                                metavar="N", help="Workers in the memory/disk charts."),
+        output: Path = typer.Option(
+            None,
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="HTML file to write (default: <job dir>/report.html, else ./zdebug-report-<job>.html).",
+        ),
+        top: int = typer.Option(
+            Default("zephyr_debug.render.report", "Limits.top_workers"),
+            "--top",
+            min=1,
+            metavar="N",
+            help="Workers in the memory/disk charts.",
+        ),
         timeout: float = TIMEOUT,
         finelog: str = FINELOG,
         as_json: bool = JSON,
@@ -42,7 +56,6 @@ def register(app: typer.Typer) -> None:
         tail episodes, worker memory/disk, crash groups and the findings with their next commands."""
         from zephyr_debug.render.output import console, print_json
         from zephyr_debug.render.report import Limits, render
-
 
         ev = load_evidence(job, as_json, finelog)
         result = analyze_evidence(ev, job)
@@ -53,8 +66,14 @@ def register(app: typer.Typer) -> None:
         except OSError as exc:
             raise ZdebugError(f"{path}: cannot write ({exc.strerror})") from None
         size = len(text.encode())
-        summary = {"schema_version": SCHEMA_VERSION, "job": ev.job, "report": str(path), "bytes": size,
-                   "findings": len(result.findings), "crash_groups": len(result.crash_groups)}
+        summary = {
+            "schema_version": SCHEMA_VERSION,
+            "job": ev.job,
+            "report": str(path),
+            "bytes": size,
+            "findings": len(result.findings),
+            "crash_groups": len(result.crash_groups),
+        }
         if as_json:
             print_json(summary)
         else:

@@ -20,15 +20,22 @@ from zephyr_debug.commands.common import (
     load_evidence,
 )
 
-STALL_MINUTES = typer.Option(Default("zephyr_debug.model", "STALL_THRESHOLD_S", scale=1 / 60), metavar="MINUTES",
-                             help="No progress for this long = stalled.")
+STALL_MINUTES = typer.Option(
+    Default("zephyr_debug.model", "STALL_THRESHOLD_S", scale=1 / 60),
+    metavar="MINUTES",
+    help="No progress for this long = stalled.",
+)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug status                 # the newest job in the store",
-                                 "zdebug status iris://127.0.0.1:10000/alice/my-pipeline",
-                                 "zdebug status ./logs/ --json",
-                                 "zdebug status latest --exit-status || echo failed"))
+    @app.command(
+        epilog=examples(
+            "zdebug status                 # the newest job in the store",
+            "zdebug status iris://127.0.0.1:10000/alice/my-pipeline",
+            "zdebug status ./logs/ --json",
+            "zdebug status latest --exit-status || echo failed",
+        )
+    )
     def status(
         job: str = JOB_OR_PROMETHEUS,
         prometheus: str = PROMETHEUS,

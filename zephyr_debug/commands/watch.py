@@ -33,9 +33,17 @@ class Snapshot:
 
     def to_json(self) -> dict:
         a = self.analysis
-        return {"schema_version": SCHEMA_VERSION, "job": a.job, "source": a.source, "now": self.now,
-                "interval_s": self.interval_s, "status": a.status_json(self.worker_list),
-                "stragglers": a.stragglers_json(), "workers": self.workers, "failures": self.failures}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "job": a.job,
+            "source": a.source,
+            "now": self.now,
+            "interval_s": self.interval_s,
+            "status": a.status_json(self.worker_list),
+            "stragglers": a.stragglers_json(),
+            "workers": self.workers,
+            "failures": self.failures,
+        }
 
 
 def snapshot(ev: Evidence, interval_s: float, target: str) -> Snapshot:
@@ -49,16 +57,25 @@ def snapshot(ev: Evidence, interval_s: float, target: str) -> Snapshot:
     a = ev.attempts
     failed = a[a["outcome"] == "failed"].sort_values("end_ts", ascending=False).head(NEWEST_FAILURES)
     failures = failed[["end_ts", "stage", "shard", "attempt", "worker", "kind", "error"]]
-    return Snapshot(analyze_evidence(ev, target), rank(ev, "memory", TOP_WORKERS),
-                    failures.astype(object).where(pd.notna(failures), None).to_dict("records"), listing(ev),
-                    ev.now, interval_s)
+    return Snapshot(
+        analyze_evidence(ev, target),
+        rank(ev, "memory", TOP_WORKERS),
+        failures.astype(object).where(pd.notna(failures), None).to_dict("records"),
+        listing(ev),
+        ev.now,
+        interval_s,
+    )
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug watch http://127.0.0.1:PORT   # the URL `zdebug demo` prints",
-                                 "zdebug watch iris://127.0.0.1:10000/alice/my-pipeline --interval 10",
-                                 "zdebug watch latest --once",
-                                 "zdebug watch finelog://127.0.0.1:10001/EXEC_ID --once"))
+    @app.command(
+        epilog=examples(
+            "zdebug watch http://127.0.0.1:PORT   # the URL `zdebug demo` prints",
+            "zdebug watch iris://127.0.0.1:10000/alice/my-pipeline --interval 10",
+            "zdebug watch latest --once",
+            "zdebug watch finelog://127.0.0.1:10001/EXEC_ID --once",
+        )
+    )
     def watch(
         url: str = JOB,
         interval: float = typer.Option(2.0, min=0.2, metavar="SECONDS", help="Seconds between refreshes."),
@@ -103,5 +120,4 @@ def _reload(url: str, last: Snapshot, finelog: str | None) -> Evidence:
         try:
             return load(last.analysis.job, finelog)
         except ZdebugError:
-            raise ZdebugError(f"{exc.message}; it stopped answering while the job was "
-                              f"{last.analysis.state}") from None
+            raise ZdebugError(f"{exc.message}; it stopped answering while the job was {last.analysis.state}") from None

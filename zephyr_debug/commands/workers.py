@@ -16,13 +16,18 @@ class Sort(StrEnum):
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(epilog=examples("zdebug workers --sort memory --top 10",
-                                 "zdebug workers iris://127.0.0.1:10000/alice/my-pipeline --sort cpu",
-                                 "zdebug workers latest --json"))
+    @app.command(
+        epilog=examples(
+            "zdebug workers --sort memory --top 10",
+            "zdebug workers iris://127.0.0.1:10000/alice/my-pipeline --sort cpu",
+            "zdebug workers latest --json",
+        )
+    )
     def workers(
         job: str = JOB,
-        sort: Sort = typer.Option(Sort.memory, "--sort", metavar="memory|disk|cpu",
-                                  help="Rank by current/peak memory, disk or CPU."),
+        sort: Sort = typer.Option(
+            Sort.memory, "--sort", metavar="memory|disk|cpu", help="Rank by current/peak memory, disk or CPU."
+        ),
         top: int = typer.Option(0, min=0, metavar="N", help="Show only the first N (0 = all)."),
         timeout: float = TIMEOUT,
         finelog: str = FINELOG,

@@ -60,14 +60,28 @@ class CrashGroup:
     runs: tuple[tuple[str | None, int, int], ...]  # (stage, shard, crashed runs of it), by stage and shard
 
     def to_json(self) -> dict:
-        return {"fingerprint": self.fingerprint, "count": self.count, "kind": self.kind, "exception": self.exception,
-                "message": self.message, "raw_message": self.raw_message, "wrapper": self.wrapper,
-                "frames": list(self.frames), "variants": [{"template": t, "count": n} for t, n in self.variants],
-                "exit_code": self.exit_code, "signal": self.signal, "shards": list(self.shards),
-                "workers": list(self.workers), "attempts": list(self.attempts), "first_seen": self.first_seen,
-                "last_seen": self.last_seen, "deterministic": [d.to_json() for d in self.deterministic],
-                "members": list(self.members), "members_omitted": self.count - len(self.members),
-                "example": self.example}
+        return {
+            "fingerprint": self.fingerprint,
+            "count": self.count,
+            "kind": self.kind,
+            "exception": self.exception,
+            "message": self.message,
+            "raw_message": self.raw_message,
+            "wrapper": self.wrapper,
+            "frames": list(self.frames),
+            "variants": [{"template": t, "count": n} for t, n in self.variants],
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "shards": list(self.shards),
+            "workers": list(self.workers),
+            "attempts": list(self.attempts),
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+            "deterministic": [d.to_json() for d in self.deterministic],
+            "members": list(self.members),
+            "members_omitted": self.count - len(self.members),
+            "example": self.example,
+        }
 
 
 @dataclass
@@ -114,14 +128,29 @@ class _Builder:
         sig, text = self.signature, self.first.text
         kill = inputs.kill_line(text) if sig.kind == "oom" else None
         return CrashGroup(
-            fingerprint=sig.fingerprint, count=self.count, kind=sig.kind, exception=sig.exception,
-            message=self.variants.most_common(1)[0][0], raw_message=kill or sig.raw, frames=sig.frames,
-            wrapper=sig.wrapper, variants=tuple(self.variants.most_common()), exit_code=sig.exit_code,
-            signal=sig.signal, shards=tuple(sorted({shard for _, shard in self.runs})),
-            workers=tuple(sorted(self.workers)), attempts=tuple(sorted(self.attempts)), first_seen=self.first_seen,
-            last_seen=self.last_seen, members=tuple(self.members), example=kill or example(text, fp),
-            deterministic=self.deterministic(), runs=tuple((stage, shard, len(runs)) for (stage, shard), runs
-                                                           in sorted(self.runs.items(), key=_by_stage_shard)))
+            fingerprint=sig.fingerprint,
+            count=self.count,
+            kind=sig.kind,
+            exception=sig.exception,
+            message=self.variants.most_common(1)[0][0],
+            raw_message=kill or sig.raw,
+            frames=sig.frames,
+            wrapper=sig.wrapper,
+            variants=tuple(self.variants.most_common()),
+            exit_code=sig.exit_code,
+            signal=sig.signal,
+            shards=tuple(sorted({shard for _, shard in self.runs})),
+            workers=tuple(sorted(self.workers)),
+            attempts=tuple(sorted(self.attempts)),
+            first_seen=self.first_seen,
+            last_seen=self.last_seen,
+            members=tuple(self.members),
+            example=kill or example(text, fp),
+            deterministic=self.deterministic(),
+            runs=tuple(
+                (stage, shard, len(runs)) for (stage, shard), runs in sorted(self.runs.items(), key=_by_stage_shard)
+            ),
+        )
 
 
 def _by_stage_shard(item: tuple) -> tuple:
@@ -150,10 +179,23 @@ def rows(crashes: Iterable[Crash], fp: Fingerprinter) -> Iterator[dict]:
     """One row per crash, with its signature and its message as printed."""
     for crash in crashes:
         sig = fp.signature(crash.text, crash.kind, crash.stage)
-        yield {"fingerprint": sig.fingerprint, "kind": sig.kind, "exception": sig.exception,
-               "message": sig.message, "raw_message": sig.raw, "wrapper": sig.wrapper, "frames": list(sig.frames),
-               "exit_code": sig.exit_code, "signal": sig.signal, "stage": crash.stage, "shard": crash.shard,
-               "attempt": crash.attempt, "worker": crash.worker, "ts": crash.ts, "source": crash.location}
+        yield {
+            "fingerprint": sig.fingerprint,
+            "kind": sig.kind,
+            "exception": sig.exception,
+            "message": sig.message,
+            "raw_message": sig.raw,
+            "wrapper": sig.wrapper,
+            "frames": list(sig.frames),
+            "exit_code": sig.exit_code,
+            "signal": sig.signal,
+            "stage": crash.stage,
+            "shard": crash.shard,
+            "attempt": crash.attempt,
+            "worker": crash.worker,
+            "ts": crash.ts,
+            "source": crash.location,
+        }
 
 
 def example(text: str, fp: Fingerprinter) -> str:
@@ -162,7 +204,7 @@ def example(text: str, fp: Fingerprinter) -> str:
     out = []
     for line in lines[:MAX_EXAMPLE_LINES]:
         if line.startswith("Extension modules:") and "(total:" in line:
-            line = "Extension modules: … " + line[line.rindex("(total:"):]
+            line = "Extension modules: … " + line[line.rindex("(total:") :]
         out.append(line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " …")
     if len(lines) > MAX_EXAMPLE_LINES:
         out.append(f"… ({len(lines) - MAX_EXAMPLE_LINES} more lines)")

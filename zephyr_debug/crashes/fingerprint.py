@@ -101,8 +101,9 @@ class Fingerprinter:
 
     def frames(self, region: str) -> list[tuple[Frame, str | None]]:
         """(frame, source line) of every `File` line in `region`, in print order."""
-        return [(self.frame(path, function.rstrip()), context or None)
-                for path, function, context in FRAMES.findall(region)]
+        return [
+            (self.frame(path, function.rstrip()), context or None) for path, function, context in FRAMES.findall(region)
+        ]
 
     def stack(self, region: str, innermost_first: bool = False) -> Stack:
         """The grouping view of a frame region. Memoized: one code path prints the same frame
@@ -120,9 +121,12 @@ class Fingerprinter:
     def _stack(self, innermost_first: list) -> Stack:
         chosen = _chosen(innermost_first, self.depth)
         context = chosen[0][1] if chosen and self.context_line else None
-        return Stack(tuple(f.name for f, _ in chosen), context,
-                     tuple(f.name for f, _ in _chosen(innermost_first, MAX_SHOWN_FRAMES)),
-                     any(f.in_app for f, _ in chosen))
+        return Stack(
+            tuple(f.name for f, _ in chosen),
+            context,
+            tuple(f.name for f, _ in _chosen(innermost_first, MAX_SHOWN_FRAMES)),
+            any(f.in_app for f, _ in chosen),
+        )
 
     def module(self, path: str) -> tuple[str, str]:
         """(dotted module, origin) of a frame's file: origin is stdlib | library | app."""
@@ -136,8 +140,8 @@ class Fingerprinter:
             return _dotted(m.group(1)), "stdlib"
         parts = self.norm.text(path).split("/")
         roots = [i for i, p in enumerate(parts) if p.startswith("<")]  # a masked root: the module starts after it
-        parts = [p for p in parts[roots[-1] + 1 if roots else 0:] if p]
-        return _dotted("/".join(parts[-self.module_depth:])), "app"
+        parts = [p for p in parts[roots[-1] + 1 if roots else 0 :] if p]
+        return _dotted("/".join(parts[-self.module_depth :])), "app"
 
     # -- signature ---------------------------------------------------------------------
     def signature(self, text: str, kind: str | None = None, stage: str | None = None) -> Signature:
@@ -166,8 +170,9 @@ class Fingerprinter:
             wrapper = f"{wrapper_type}: {self.norm.message(wrapper_message)}"
         return self._finish(exc_type, message, stack, wrapper, kind, stage)
 
-    def _finish(self, exc_type: str, message: str, stack: Stack, wrapper: str | None, kind: str | None,
-                stage: str | None) -> Signature:
+    def _finish(
+        self, exc_type: str, message: str, stack: Stack, wrapper: str | None, kind: str | None, stage: str | None
+    ) -> Signature:
         template = self.norm.message(message)
         kind = _kind(exc_type, message, kind)
         exc_type = exc_type or LOST_TYPE.get(kind, "")
@@ -177,10 +182,13 @@ class Fingerprinter:
         elif kind == "exit":
             sig = self._make(kind, exc_type, template, (), wrapper, ("exit", code), code)
         elif stack.in_app:
-            sig = self._make(kind, exc_type, template, stack.shown, wrapper, (kind, exc_type, stack.context, *stack.key))
+            sig = self._make(
+                kind, exc_type, template, stack.shown, wrapper, (kind, exc_type, stack.context, *stack.key)
+            )
         else:
-            sig = self._make(kind, exc_type, template, stack.shown, wrapper,
-                             (kind, exc_type, template, stack.context, *stack.key))
+            sig = self._make(
+                kind, exc_type, template, stack.shown, wrapper, (kind, exc_type, template, stack.context, *stack.key)
+            )
         raw = message.split("\n", 1)[0][:MAX_RAW]
         return sig if sig.raw == raw else sig._replace(raw=raw)
 
@@ -201,19 +209,28 @@ class Fingerprinter:
         fatal = ""
         if (at := text.find(FATAL)) >= 0:
             eol = text.find("\n", at)
-            fatal = text[at + len(FATAL):eol if eol >= 0 else None].strip()
+            fatal = text[at + len(FATAL) : eol if eol >= 0 else None].strip()
         start = next((i for i in map(text.find, ("Current thread ", "Stack (most recent", "Thread 0x")) if i >= 0), -1)
         end = text.find("\n\n", start)
-        stack = self.stack(text[start:] if end < 0 else text[start:end + 1], True) if start >= 0 else EMPTY
+        stack = self.stack(text[start:] if end < 0 else text[start : end + 1], True) if start >= 0 else EMPTY
         signal = self.signals.get(fatal, fatal or "fatal error")
         raw = f"Fatal Python error: {fatal}" if fatal else "faulthandler dump"
         at = text.rfind("exited with code")  # the parent's line, joined after the dump
         code = _exit_code(text[at:]) if at >= 0 else None
-        return self._make("segv", signal, self.norm.message(raw), stack.shown, None, ("segv", signal, *stack.key),
-                          code)._replace(raw=raw)
+        return self._make(
+            "segv", signal, self.norm.message(raw), stack.shown, None, ("segv", signal, *stack.key), code
+        )._replace(raw=raw)
 
-    def _make(self, kind: str, exc_type: str, template: str, frames: tuple, wrapper: str | None,
-              key: tuple, exit_code: int | None = None) -> Signature:
+    def _make(
+        self,
+        kind: str,
+        exc_type: str,
+        template: str,
+        frames: tuple,
+        wrapper: str | None,
+        key: tuple,
+        exit_code: int | None = None,
+    ) -> Signature:
         memo = (key, exc_type, template, frames, wrapper, exit_code)
         sig = self._signatures.get(memo)
         if sig is None:
@@ -221,8 +238,9 @@ class Fingerprinter:
             if len(self._signatures) > 200_000:
                 self._signatures.clear()
             signal = exc_type if kind == "segv" else _signal_name(exit_code)
-            sig = self._signatures[memo] = Signature(digest, kind, exc_type, template, frames, wrapper,
-                                                     exit_code=exit_code, signal=signal)
+            sig = self._signatures[memo] = Signature(
+                digest, kind, exc_type, template, frames, wrapper, exit_code=exit_code, signal=signal
+            )
         return sig
 
     def _group_blocks(self, text: str) -> list:

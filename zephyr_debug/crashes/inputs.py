@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from zephyr_debug.crashes.parse import RECORD, Stats, coalesce, decode_lines, record_ts, split
 from zephyr_debug import jobstore
+from zephyr_debug.crashes.parse import RECORD, Stats, coalesce, decode_lines, record_ts, split
 from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import Crash, Evidence
 
@@ -100,11 +100,20 @@ def _oom_kills(job_dir: Path, crashes: list[Crash]) -> None:
             kills.append((int(kill.group(1)), record_ts(record), (record["message"] if record else line).strip()))
     if not kills:
         return
-    pids = {e["pid"]: e["worker"] for e in jobstore.read_events(job_dir / jobstore.EVENTS)
-            if e["type"] in ("worker_registered", "oom_kill") and "pid" in e}
+    pids = {
+        e["pid"]: e["worker"]
+        for e in jobstore.read_events(job_dir / jobstore.EVENTS)
+        if e["type"] in ("worker_registered", "oom_kill") and "pid" in e
+    }
     for pid, ts, line in kills:
-        lost = [c for c in crashes if c.kind in ("infra", "oom") and c.worker == pids.get(pid)
-                and (ts is None or c.ts is None or c.ts >= ts - 1) and kill_line(c.text) is None]
+        lost = [
+            c
+            for c in crashes
+            if c.kind in ("infra", "oom")
+            and c.worker == pids.get(pid)
+            and (ts is None or c.ts is None or c.ts >= ts - 1)
+            and kill_line(c.text) is None
+        ]
         if lost:
             first = min(lost, key=lambda c: c.ts or 0)
             first.kind = "oom"

@@ -30,8 +30,9 @@ def rules(path: Path = RULES_FILE) -> dict:
     """The parsed rules file (masks compiled)."""
     try:
         data = tomllib.loads(path.read_text())
-        data["masks"] = [Mask(m["name"], re.compile(m["regex"]), m["token"], m["scope"], tuple(m["needs"]))
-                         for m in data.pop("mask")]
+        data["masks"] = [
+            Mask(m["name"], re.compile(m["regex"]), m["token"], m["scope"], tuple(m["needs"])) for m in data.pop("mask")
+        ]
     except (OSError, ValueError, KeyError, re.error) as exc:
         raise ZdebugError(f"{path}: bad crash rules ({exc})") from None
     return data

@@ -25,11 +25,17 @@ MAX_MESSAGE_LINES = 50  # continuation lines of a multi-line exception message
 RECORD = zephyrlog.RECORD_RE
 IRIS = zephyrlog.IRIS_PREFIX_RE
 TRACEBACK_START = re.compile(r"^(?:\s*\+ )?(?:Exception Group )?Traceback \(most recent call last\):")
-FAULT_START = re.compile(r"^(?:Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-fA-F]+ |Stack \(most recent call first\))")
-FAULT_BODY = re.compile(r"^(?:$|\s+File \"|\s+<no Python frame>|\s+\.\.\.|\s+Garbage-collecting|Current thread |Thread 0x|"
-                        r"Stack \(most|<Cannot show|Python runtime state:|Fatal Python error:)")
-CHAIN = ("The above exception was the direct cause of the following exception:",
-         "During handling of the above exception, another exception occurred:")
+FAULT_START = re.compile(
+    r"^(?:Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-fA-F]+ |Stack \(most recent call first\))"
+)
+FAULT_BODY = re.compile(
+    r"^(?:$|\s+File \"|\s+<no Python frame>|\s+\.\.\.|\s+Garbage-collecting|Current thread |Thread 0x|"
+    r"Stack \(most|<Cannot show|Python runtime state:|Fatal Python error:)"
+)
+CHAIN = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
 EXECUTING = re.compile(zephyrlog.EXECUTING.pattern.decode())
 WORKER_ERROR = re.compile(zephyrlog.WORKER_ERROR.pattern.decode())
 
@@ -41,13 +47,25 @@ def _one_line(fmt: str, shard_group: str) -> str:
 
 
 # Zephyr's SIGKILL MemoryError / exit-code RuntimeError, with or without the exception type.
-ZEPHYR_ONE_LINE = re.compile(rf"(?P<type>(?:MemoryError|RuntimeError): )?(?:{_one_line(zephyrlog.OOM_ERROR, 'shard')}|"
-                             rf"{_one_line(zephyrlog.EXIT_ERROR, 'shard2')})[^\n]*")
+ZEPHYR_ONE_LINE = re.compile(
+    rf"(?P<type>(?:MemoryError|RuntimeError): )?(?:{_one_line(zephyrlog.OOM_ERROR, 'shard')}|"
+    rf"{_one_line(zephyrlog.EXIT_ERROR, 'shard2')})[^\n]*"
+)
 # A line holding none of these cannot start a report nor name a shard: skipped without a regex.
-TRIGGERS = ("Traceback (", "Fatal Python error", "thread 0x", "Thread 0x", "Stack (most", "Subprocess for shard",
-            "due to infra failure", "Executing stage", "error on shard")
-INFRA_REQUEUE = re.compile(zephyrlog.INFRA_REQUEUE.pattern.decode().split(" due to infra failure")[0]
-                           + r" due to infra failure[^\n]*")
+TRIGGERS = (
+    "Traceback (",
+    "Fatal Python error",
+    "thread 0x",
+    "Thread 0x",
+    "Stack (most",
+    "Subprocess for shard",
+    "due to infra failure",
+    "Executing stage",
+    "error on shard",
+)
+INFRA_REQUEUE = re.compile(
+    zephyrlog.INFRA_REQUEUE.pattern.decode().split(" due to infra failure")[0] + r" due to infra failure[^\n]*"
+)
 
 
 @dataclass
@@ -134,7 +152,7 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
         if line[:1].isdigit() or line[:1] in ("I", "W", "E", "F"):
             record = RECORD.match(line)
         elif line.startswith("[") and (m := IRIS.match(line)):
-            line = line[m.end():]
+            line = line[m.end() :]
         if cur is not None:
             if record is None and _feed(cur, line):
                 prev = line
@@ -147,16 +165,25 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
             line = record["message"]
             ctx.see(line)
         if TRACEBACK_START.match(line):
-            cur = _Open("traceback", lineno, [line], "frames", group=line[0] != "T",
-                        restated=prev.rstrip().endswith("Last error:"))
+            cur = _Open(
+                "traceback",
+                lineno,
+                [line],
+                "frames",
+                group=line[0] != "T",
+                restated=prev.rstrip().endswith("Last error:"),
+            )
         elif FAULT_START.match(line):
             cur = _Open("fault", lineno, [line], "body")
         elif "Subprocess for shard" in line and (m := ZEPHYR_ONE_LINE.search(line)):
-            text = m.group(0) if m["type"] else ("MemoryError: " if "SIGKILL" in line else "RuntimeError: ") + m.group(0)
+            text = (
+                m.group(0) if m["type"] else ("MemoryError: " if "SIGKILL" in line else "RuntimeError: ") + m.group(0)
+            )
             yield _crash(text, source, lineno, ctx, stats, shard=int(m["shard"] or m["shard2"]))
         elif "due to infra failure" in line and (m := INFRA_REQUEUE.search(line)):
-            yield _crash(m.group(0), source, lineno, ctx, stats, shard=int(m["shard"]), worker=m["worker"],
-                         kind="infra")
+            yield _crash(
+                m.group(0), source, lineno, ctx, stats, shard=int(m["shard"]), worker=m["worker"], kind="infra"
+            )
         prev = line
     if cur is not None and not cur.restated:
         yield _close(cur, source, ctx, stats)
@@ -198,8 +225,12 @@ def _feed(cur: _Open, line: str) -> bool:
         _append(cur, line)  # the exception line
         cur.state = "exception"
         return True
-    if (not cur.pending_blank and cur.message_lines < MAX_MESSAGE_LINES
-            and not TRACEBACK_START.match(line) and not FAULT_START.match(line)):
+    if (
+        not cur.pending_blank
+        and cur.message_lines < MAX_MESSAGE_LINES
+        and not TRACEBACK_START.match(line)
+        and not FAULT_START.match(line)
+    ):
         cur.message_lines += 1  # a multi-line exception message
         _append(cur, line)
         return True
@@ -218,13 +249,29 @@ def _close(cur: _Open, source: str, ctx: _Context, stats: Stats) -> Crash:
     return _crash("\n".join(cur.lines), source, cur.line, ctx, stats)
 
 
-def _crash(text: str, source: str, lineno: int, ctx: _Context, stats: Stats, shard: int | None = None,
-           worker: str | None = None, kind: str | None = None) -> Crash:
+def _crash(
+    text: str,
+    source: str,
+    lineno: int,
+    ctx: _Context,
+    stats: Stats,
+    shard: int | None = None,
+    worker: str | None = None,
+    kind: str | None = None,
+) -> Crash:
     stats.reports += 1
     same_shard = shard is None or shard == ctx.shard
-    return Crash(text=text, source=source, line=lineno, stage=ctx.stage if same_shard else None,
-                 shard=shard if shard is not None else ctx.shard, attempt=ctx.attempt if same_shard else None,
-                 worker=worker or (ctx.worker if same_shard else None), kind=kind, ts=ctx.ts)
+    return Crash(
+        text=text,
+        source=source,
+        line=lineno,
+        stage=ctx.stage if same_shard else None,
+        shard=shard if shard is not None else ctx.shard,
+        attempt=ctx.attempt if same_shard else None,
+        worker=worker or (ctx.worker if same_shard else None),
+        kind=kind,
+        ts=ctx.ts,
+    )
 
 
 def record_ts(record: re.Match | None) -> float | None:
@@ -248,8 +295,10 @@ def coalesce(crashes: Iterable[Crash]) -> Iterator[Crash]:
             if _reports_exit(crash.text):
                 held.text += "\n\n" + crash.text
                 held.shard = held.shard if held.shard is not None else crash.shard
-                held.worker, held.attempt = held.worker or crash.worker, held.attempt if held.attempt is not None \
-                    else crash.attempt
+                held.worker, held.attempt = (
+                    held.worker or crash.worker,
+                    held.attempt if held.attempt is not None else crash.attempt,
+                )
                 yield held
                 held = None
                 continue

@@ -26,8 +26,9 @@ class Thresholds:
 
 PRODUCTION = Thresholds()
 # `zdebug observe`: the demo compresses time (heartbeat 0.5 s), so do its alerts.
-DEMO = Thresholds(interval="1s", stall_s=20, stall_for="5s", seen_s=30, tail_for="15s", dead_for="5s",
-                  crash_loop_failures=2)
+DEMO = Thresholds(
+    interval="1s", stall_s=20, stall_for="5s", seen_s=30, tail_for="15s", dead_for="5s", crash_loop_failures=2
+)
 # The next command, reading this Prometheus (`$externalURL`) for the alert's run.
 NEXT = "zdebug {command} 'prometheus+{{ $externalURL }}?run={{ $labels.run }}'"
 
@@ -35,7 +36,7 @@ RULES = [
     {
         "alert": "ZephyrPipelineProgressStalled",
         "expr": "(time() - progress_time_seconds >= {stall_s})"
-                " and (time() - timestamp(progress_time_seconds) <= {seen_s})",
+        " and (time() - timestamp(progress_time_seconds) <= {seen_s})",
         "for": "{stall_for}",
         "severity": "warning",
         "summary": "Zephyr run {{ $labels.run }} made no progress for {{ $value | humanizeDuration }}",
@@ -44,18 +45,18 @@ RULES = [
     {
         "alert": "ZephyrStragglerTailTooLong",
         "expr": "(zephyr_shards_in_flight > 0) and on(run, stage) (zephyr_queue_depth == 0)"
-                " unless on(run) (zephyr_pipeline_done == 1)",
+        " unless on(run) (zephyr_pipeline_done == 1)",
         "for": "{tail_for}",
         "severity": "warning",
         "summary": "Zephyr run {{ $labels.run }} {{ $labels.stage }}: {{ $value }} shard(s) in flight and "
-                   "none queued for {tail_for}",
+        "none queued for {tail_for}",
         "next": NEXT.replace("{command}", "stragglers"),
     },
     {
         "alert": "ZephyrAllWorkersDead",
-        "expr": "(sum by (run) (zephyr_workers{state=\"active\"}) == 0)"
-                " and on(run) (sum by (run) (zephyr_workers) > 0)"
-                " unless on(run) (zephyr_pipeline_done == 1)",
+        "expr": '(sum by (run) (zephyr_workers{state="active"}) == 0)'
+        " and on(run) (sum by (run) (zephyr_workers) > 0)"
+        " unless on(run) (zephyr_pipeline_done == 1)",
         "for": "{dead_for}",
         "severity": "critical",
         "summary": "Zephyr run {{ $labels.run }} has no live worker: queued shards cannot finish",
@@ -67,7 +68,7 @@ RULES = [
         "for": "{crash_loop_for}",
         "severity": "critical",
         "summary": "Zephyr run {{ $labels.run }}: shard {{ $labels.shard }} of {{ $labels.stage }} "
-                   "failed {{ $value }} times",
+        "failed {{ $value }} times",
         "next": NEXT.replace("{command}", "stragglers"),  # crash-loop cause, attempts vs limits
     },
 ]
@@ -79,14 +80,24 @@ def thresholds(**overrides) -> Thresholds:
 
 
 def _fill(template: str, values: dict) -> str:
-    return re.sub(r"(?<!\{)\{(\w+)\}(?!\})", lambda m: f"{values[m[1]]:g}" if isinstance(values[m[1]], float)
-                  else str(values[m[1]]), template)
+    return re.sub(
+        r"(?<!\{)\{(\w+)\}(?!\})",
+        lambda m: f"{values[m[1]]:g}" if isinstance(values[m[1]], float) else str(values[m[1]]),
+        template,
+    )
 
 
 def rules(t: Thresholds = PRODUCTION) -> dict:
     """The rule file (a dict ready for YAML) with thresholds `t`."""
     values = asdict(t)
-    out = [{"alert": r["alert"], "expr": _fill(r["expr"], values), "for": _fill(r["for"], values),
+    out = [
+        {
+            "alert": r["alert"],
+            "expr": _fill(r["expr"], values),
+            "for": _fill(r["for"], values),
             "labels": {"severity": r["severity"]},
-            "annotations": {"summary": _fill(r["summary"], values), "next": r["next"]}} for r in RULES]
+            "annotations": {"summary": _fill(r["summary"], values), "next": r["next"]},
+        }
+        for r in RULES
+    ]
     return {"groups": [{"name": "zephyr", "interval": t.interval, "rules": out}]}

@@ -32,8 +32,14 @@ def free_port() -> int:
 class LocalPrometheus:
     """`with LocalPrometheus(workdir) as prom: prom.add_target(job.url)`; `prom.url` is its API."""
 
-    def __init__(self, workdir: Path, *, scrape_interval: str = "1s",
-                 thresholds: alerts.Thresholds = alerts.PRODUCTION, port: int | None = None):
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        scrape_interval: str = "1s",
+        thresholds: alerts.Thresholds = alerts.PRODUCTION,
+        port: int | None = None,
+    ):
         binary = shutil.which("prometheus")
         if binary is None:
             raise ZdebugError("prometheus: not found on PATH (Debian/Ubuntu: apt-get install prometheus)")
@@ -49,16 +55,31 @@ class LocalPrometheus:
         config = {
             "global": {"scrape_interval": scrape_interval, "evaluation_interval": thresholds.interval},
             "rule_files": ["alerts.yml"],
-            "scrape_configs": [{"job_name": "zephyr", "scrape_timeout": scrape_interval,
-                                "file_sd_configs": [{"files": [self._targets_file.name], "refresh_interval": "1s"}]}],
+            "scrape_configs": [
+                {
+                    "job_name": "zephyr",
+                    "scrape_timeout": scrape_interval,
+                    "file_sd_configs": [{"files": [self._targets_file.name], "refresh_interval": "1s"}],
+                }
+            ],
         }
         (self.workdir / "prometheus.yml").write_text(json.dumps(config, indent=1))
         self._log = open(self.workdir / "prometheus.log", "ab")
         self.proc = subprocess.Popen(
-            [binary, f"--config.file={self.workdir / 'prometheus.yml'}", f"--storage.tsdb.path={self.workdir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", f"--web.external-url={self.url}",
-             "--storage.tsdb.retention.time=1d", "--log.level=warn"],
-            cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+            [
+                binary,
+                f"--config.file={self.workdir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                f"--web.external-url={self.url}",
+                "--storage.tsdb.retention.time=1d",
+                "--log.level=warn",
+            ],
+            cwd=self.workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         self._wait_ready()
 
     def _wait_ready(self) -> None:

@@ -62,10 +62,19 @@ def parse(path: Traversable) -> Playbook:
     except tomllib.TOMLDecodeError as exc:
         raise ZdebugError(f"{path}: bad front matter ({exc})") from None
     name = path.name.removesuffix(".md")
-    return Playbook(name=name, path=path, title=meta.get("title", name), body=text[match.end():],
-                    faults=meta.get("faults", []), job=meta.get("job", {}), live=meta.get("live", False),
-                    prometheus=meta.get("prometheus", False), settle_s=meta.get("settle_s", 3.0),
-                    expect=meta.get("expect", []), causes=meta.get("causes", []))
+    return Playbook(
+        name=name,
+        path=path,
+        title=meta.get("title", name),
+        body=text[match.end() :],
+        faults=meta.get("faults", []),
+        job=meta.get("job", {}),
+        live=meta.get("live", False),
+        prometheus=meta.get("prometheus", False),
+        settle_s=meta.get("settle_s", 3.0),
+        expect=meta.get("expect", []),
+        causes=meta.get("causes", []),
+    )
 
 
 def all_playbooks(root: Traversable = ROOT) -> list[Playbook]:

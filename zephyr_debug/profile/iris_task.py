@@ -33,8 +33,10 @@ def profile_task(target: str, duration: int, worker: str | None = None) -> bytes
     except (ValueError, AttributeError, RecursionError):
         raise ZdebugError(f"{target}: Iris profile of {task} is not speedscope JSON") from None
     if not profiles:
-        raise ZdebugError(f"{target}: Iris returned an empty profile for {task}: no samples (the task "
-                          "idled throughout, or py-spy is missing on the Iris worker's PATH: see its log)")
+        raise ZdebugError(
+            f"{target}: Iris returned an empty profile for {task}: no samples (the task "
+            "idled throughout, or py-spy is missing on the Iris worker's PATH: see its log)"
+        )
     return data
 
 

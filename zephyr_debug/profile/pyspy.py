@@ -22,10 +22,16 @@ from zephyr_debug.render.output import progress
 
 # py-spy's own wording (lower-cased) -> our one-line error; `{pid}` is filled in.
 ERRORS = [
-    ("permission denied", "pid {pid}: permission denied (ptrace): run as root or as the process owner with"
-                          " CAP_SYS_PTRACE (and kernel.yama.ptrace_scope=0)"),
-    ("operation not permitted", "pid {pid}: permission denied (ptrace): run as root or as the process owner"
-                                " with CAP_SYS_PTRACE (and kernel.yama.ptrace_scope=0)"),
+    (
+        "permission denied",
+        "pid {pid}: permission denied (ptrace): run as root or as the process owner with"
+        " CAP_SYS_PTRACE (and kernel.yama.ptrace_scope=0)",
+    ),
+    (
+        "operation not permitted",
+        "pid {pid}: permission denied (ptrace): run as root or as the process owner"
+        " with CAP_SYS_PTRACE (and kernel.yama.ptrace_scope=0)",
+    ),
     ("failed to find python version", "pid {pid}: not a Python process (py-spy found no interpreter in it)"),
     ("failed to get process executable name", "pid {pid}: no such process"),
     ("no such process", "pid {pid}: no such process"),
@@ -69,8 +75,17 @@ def _fail(pid: int, output: str, returncode: int) -> ZdebugError:
     return ZdebugError(f"pid {pid}: py-spy failed (exit {returncode}): {lines[0] if lines else 'no output'}")
 
 
-def record(pid: int, out: Path, *, duration_s: int = 10, rate: int = 100, gil: bool = False,
-           idle: bool = True, subprocesses: bool = False, nonblocking: bool = True) -> Recording:
+def record(
+    pid: int,
+    out: Path,
+    *,
+    duration_s: int = 10,
+    rate: int = 100,
+    gil: bool = False,
+    idle: bool = True,
+    subprocesses: bool = False,
+    nonblocking: bool = True,
+) -> Recording:
     """Sample `pid` for `duration_s` into a speedscope file at `out` (py-spy's own output, unfixed).
 
     `nonblocking` (default) reads the stacks without pausing the process: pausing it 100 times a
@@ -78,12 +93,26 @@ def record(pid: int, out: Path, *, duration_s: int = 10, rate: int = 100, gil: b
     exe = executable()
     check_pid(pid)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [exe, "record", "--pid", str(pid), "--format", "speedscope", "--output", str(out),
-           "--duration", str(duration_s), "--rate", str(rate)]
+    cmd = [
+        exe,
+        "record",
+        "--pid",
+        str(pid),
+        "--format",
+        "speedscope",
+        "--output",
+        str(out),
+        "--duration",
+        str(duration_s),
+        "--rate",
+        str(rate),
+    ]
     cmd += ["--gil"] * gil + ["--idle"] * idle + ["--subprocesses"] * subprocesses + ["--nonblocking"] * nonblocking
     start = time.monotonic()
-    with tempfile.TemporaryFile("w+") as log, progress(f"py-spy: sampling pid {pid} for {duration_s}s",
-                                                        total=duration_s) as advance:
+    with (
+        tempfile.TemporaryFile("w+") as log,
+        progress(f"py-spy: sampling pid {pid} for {duration_s}s", total=duration_s) as advance,
+    ):
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
         while proc.poll() is None:
             if time.monotonic() - start > duration_s + SLACK_S:
@@ -97,8 +126,10 @@ def record(pid: int, out: Path, *, duration_s: int = 10, rate: int = 100, gil: b
     if proc.returncode != 0 or not out.is_file():
         raise _fail(pid, output, proc.returncode)
     if EXITED in output.lower():
-        raise ZdebugError(f"pid {pid}: process exited during sampling (after {elapsed:.1f}s of {duration_s}s;"
-                          f" partial profile in {out})")
+        raise ZdebugError(
+            f"pid {pid}: process exited during sampling (after {elapsed:.1f}s of {duration_s}s;"
+            f" partial profile in {out})"
+        )
     return Recording(out, pid, min(elapsed, duration_s), rate, gil, idle, subprocesses)
 
 
@@ -118,8 +149,7 @@ def dump(pid: int, *, subprocesses: bool = False) -> list[dict]:
 
 
 def _dump_one(exe: str, pid: int) -> list[dict]:
-    proc = subprocess.run([exe, "dump", "--pid", str(pid), "--json"], capture_output=True, text=True,
-                          timeout=SLACK_S)
+    proc = subprocess.run([exe, "dump", "--pid", str(pid), "--json"], capture_output=True, text=True, timeout=SLACK_S)
     if proc.returncode != 0:
         raise _fail(pid, proc.stdout + proc.stderr, proc.returncode)
     return _dump_threads(pid, proc.stdout)

@@ -56,15 +56,35 @@ def _check(path: Path, doc: dict) -> None:
             stacks, weights = p["samples"], p["weights"]
             if not isinstance(stacks, list) or not isinstance(weights, list) or len(stacks) != len(weights):
                 raise EvidenceError(f"{where}: `samples` and `weights` must be lists of the same length")
-            bad = next((j for j, (s, w) in enumerate(zip(stacks, weights))
-                        if not isinstance(s, list) or not all(map(frame_ok, s)) or not number(w)), None)
+            bad = next(
+                (
+                    j
+                    for j, (s, w) in enumerate(zip(stacks, weights))
+                    if not isinstance(s, list) or not all(map(frame_ok, s)) or not number(w)
+                ),
+                None,
+            )
             if bad is not None:
-                raise EvidenceError(f"{where}: sample {bad} is not a list of frame indices below {n} with a number weight")
+                raise EvidenceError(
+                    f"{where}: sample {bad} is not a list of frame indices below {n} with a number weight"
+                )
         elif p.get("type") == "evented":
             events = p.get("events")
-            bad = next((j for j, e in enumerate(events) if not isinstance(e, dict) or e.get("type") not in ("O", "C")
-                        or not frame_ok(e.get("frame")) or not number(e.get("at"))), None) \
-                if isinstance(events, list) else 0
+            bad = (
+                next(
+                    (
+                        j
+                        for j, e in enumerate(events)
+                        if not isinstance(e, dict)
+                        or e.get("type") not in ("O", "C")
+                        or not frame_ok(e.get("frame"))
+                        or not number(e.get("at"))
+                    ),
+                    None,
+                )
+                if isinstance(events, list)
+                else 0
+            )
             if bad is not None:
                 raise EvidenceError(f"{where}: event {bad} is not {{type O|C, frame below {n}, at}}")
         else:
@@ -119,8 +139,10 @@ def write(doc: dict, path: Path) -> Path:
 
 
 def frames(doc: dict) -> pd.DataFrame:
-    rows = [{"frame": i, "name": f.get("name", "?"), "file": f.get("file", ""), "line": f.get("line")}
-            for i, f in enumerate(doc["shared"]["frames"])]
+    rows = [
+        {"frame": i, "name": f.get("name", "?"), "file": f.get("file", ""), "line": f.get("line")}
+        for i, f in enumerate(doc["shared"]["frames"])
+    ]
     return pd.DataFrame(rows, columns=FRAME_COLUMNS)
 
 
@@ -149,5 +171,5 @@ def _evented_stacks(events: list[dict]) -> list[tuple[tuple, float]]:
         if event["type"] == "O":
             stack.append(event["frame"])
         elif event["frame"] in stack:
-            del stack[len(stack) - 1 - stack[::-1].index(event["frame"]):]
+            del stack[len(stack) - 1 - stack[::-1].index(event["frame"]) :]
     return out

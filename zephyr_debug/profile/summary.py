@@ -34,7 +34,7 @@ def short_path(path: str) -> str:
     """Package-relative path for libraries and the stdlib, cwd-relative for local code."""
     match = _STDLIB.search(path) or re.search(r"/(?:site|dist)-packages/", path)
     if match:
-        return path[match.end():]
+        return path[match.end() :]
     try:
         return str(Path(path).relative_to(Path.cwd()))
     except ValueError:
@@ -59,9 +59,14 @@ def classify_frames(table: pd.DataFrame, rules: dict) -> pd.DataFrame:
     line_rule = re.compile("|".join(rules["waiting"]["lines"])) if rules["waiting"]["lines"] else None
     if line_rule is not None:
         waiting |= pd.Series([bool(line_rule.search(s)) for s in lines], index=table.index)
-    return table.assign(in_app=in_app.fillna(True).astype(bool), waiting=waiting, code=lines,
-                        where=[f"{short_path(f)}:{'' if pd.isna(n) else int(n)} {name}"
-                               for f, n, name in zip(files, table["line"], names)])
+    return table.assign(
+        in_app=in_app.fillna(True).astype(bool),
+        waiting=waiting,
+        code=lines,
+        where=[
+            f"{short_path(f)}:{'' if pd.isna(n) else int(n)} {name}" for f, n, name in zip(files, table["line"], names)
+        ],
+    )
 
 
 def _matches(values: pd.Series, pattern: str) -> pd.Series:
@@ -74,29 +79,49 @@ def _source_line(path: str, line) -> str:
     return linecache.getline(path, int(line)).strip()
 
 
-def summarize(doc: dict, *, rules: dict | None = None, duration_s: float | None = None,
-              gil: bool = False, source: str = "") -> dict:
+def summarize(
+    doc: dict, *, rules: dict | None = None, duration_s: float | None = None, gil: bool = False, source: str = ""
+) -> dict:
     """Verdict + evidence for a speedscope document. `duration_s` (wall time) enables the GIL share."""
     rules = rules or default_rules()
     frames = classify_frames(speedscope.frames(doc), rules).set_index("frame")
     samples = speedscope.samples(doc)
-    out = {"source": source, "samples": len(samples), "seconds": round(float(samples["weight"].sum()), 3),
-           "gil_only": gil, "duration_s": duration_s}
+    out = {
+        "source": source,
+        "samples": len(samples),
+        "seconds": round(float(samples["weight"].sum()), 3),
+        "gil_only": gil,
+        "duration_s": duration_s,
+    }
     if samples.empty:
-        return {**out, "verdict": "no-samples", "verdict_text": "no samples: no Python thread was sampled"
-                " (with --gil: none held the GIL; with --no-idle: all were idle)", "shares": {}, "threads": [],
-                "gil_share": None, "hot_frame": None, "waiting_at": None, "top_self": [], "top_total": []}
+        return {
+            **out,
+            "verdict": "no-samples",
+            "verdict_text": "no samples: no Python thread was sampled"
+            " (with --gil: none held the GIL; with --no-idle: all were idle)",
+            "shares": {},
+            "threads": [],
+            "gil_share": None,
+            "hot_frame": None,
+            "waiting_at": None,
+            "top_self": [],
+            "top_total": [],
+        }
     samples["leaf"] = samples["stack"].str[-1]
     leaf = frames.loc[samples["leaf"]]
-    samples["category"] = np.where(leaf["waiting"].to_numpy(), "waiting",
-                                   np.where(leaf["in_app"].to_numpy(), "user", "library"))
+    samples["category"] = np.where(
+        leaf["waiting"].to_numpy(), "waiting", np.where(leaf["in_app"].to_numpy(), "user", "library")
+    )
     deep = samples[["sample", "stack"]].explode("stack").rename(columns={"stack": "frame"})
     deep["frame"] = deep["frame"].astype(int)
     app = deep[frames.loc[deep["frame"], "in_app"].to_numpy()].groupby("sample")["frame"].last()
     samples["app_frame"] = samples["sample"].map(app)
     threads = _threads(samples, frames, rules["parked_share"])
-    focus = ([t["thread"] for t in threads if t["in_app"]] or [t["thread"] for t in threads if not t["parked"]]
-             or [t["thread"] for t in threads])
+    focus = (
+        [t["thread"] for t in threads if t["in_app"]]
+        or [t["thread"] for t in threads if not t["parked"]]
+        or [t["thread"] for t in threads]
+    )
     for t in threads:
         t["in_verdict"] = t["thread"] in focus
     active = samples[samples["thread"].isin(focus)]
@@ -106,13 +131,26 @@ def summarize(doc: dict, *, rules: dict | None = None, duration_s: float | None 
     on_cpu = active[active["category"] != "waiting"]
     waits = active[active["category"] == "waiting"]
     top = rules["top"]
-    return {**out, "verdict": verdict, "verdict_text": rules["verdict"]["texts"][verdict], "shares": shares,
-            "gil_share": _gil_share(samples, duration_s) if gil else None, "threads": threads,
-            "hot_frame": next(iter(_top(on_cpu, "app_frame", frames, total, 1)), None),
-            "waiting_at": next(iter(_top(waits, "app_frame", frames, total, 1)), None),
-            "top_self": _top(active, "leaf", frames, total, top),
-            "top_total": _top(deep[deep["sample"].isin(active["sample"])].drop_duplicates()
-                              .merge(active[["sample", "weight"]], on="sample"), "frame", frames, total, top)}
+    return {
+        **out,
+        "verdict": verdict,
+        "verdict_text": rules["verdict"]["texts"][verdict],
+        "shares": shares,
+        "gil_share": _gil_share(samples, duration_s) if gil else None,
+        "threads": threads,
+        "hot_frame": next(iter(_top(on_cpu, "app_frame", frames, total, 1)), None),
+        "waiting_at": next(iter(_top(waits, "app_frame", frames, total, 1)), None),
+        "top_self": _top(active, "leaf", frames, total, top),
+        "top_total": _top(
+            deep[deep["sample"].isin(active["sample"])]
+            .drop_duplicates()
+            .merge(active[["sample", "weight"]], on="sample"),
+            "frame",
+            frames,
+            total,
+            top,
+        ),
+    }
 
 
 def _threads(samples: pd.DataFrame, frames: pd.DataFrame, parked_share: float) -> list[dict]:
@@ -121,9 +159,17 @@ def _threads(samples: pd.DataFrame, frames: pd.DataFrame, parked_share: float) -
         seconds = group["weight"].sum()
         waiting = group.loc[group["category"] == "waiting", "weight"].sum() / seconds
         sits = group.groupby("leaf")["weight"].sum().idxmax()
-        rows.append({"thread": thread, "samples": len(group), "seconds": round(float(seconds), 3),
-                     "waiting_share": round(float(waiting), 4), "parked": bool(waiting >= parked_share),
-                     "in_app": bool(group["app_frame"].notna().any()), "sits_in": frames.at[sits, "where"]})
+        rows.append(
+            {
+                "thread": thread,
+                "samples": len(group),
+                "seconds": round(float(seconds), 3),
+                "waiting_share": round(float(waiting), 4),
+                "parked": bool(waiting >= parked_share),
+                "in_app": bool(group["app_frame"].notna().any()),
+                "sits_in": frames.at[sits, "where"],
+            }
+        )
     return rows
 
 
@@ -151,7 +197,14 @@ def _top(table: pd.DataFrame, column: str, frames: pd.DataFrame, total: float, n
     rows = []
     for frame, weight in weights.items():
         f = frames.loc[int(frame)]
-        rows.append({"function": f["name"], "file": short_path(str(f["file"] or "")),
-                     "line": None if pd.isna(f["line"]) else int(f["line"]), "where": f["where"],
-                     "in_app": bool(f["in_app"]), "share": round(float(weight / total), 4)})
+        rows.append(
+            {
+                "function": f["name"],
+                "file": short_path(str(f["file"] or "")),
+                "line": None if pd.isna(f["line"]) else int(f["line"]),
+                "where": f["where"],
+                "in_app": bool(f["in_app"]),
+                "share": round(float(weight / total), 4),
+            }
+        )
     return rows

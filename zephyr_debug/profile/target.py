@@ -87,5 +87,6 @@ def _straggler(job: str) -> Target:
     finding, row = flagged[0] if flagged else (None, next(running.itertuples()))
     why = f"straggler ({finding.kind})" if finding else "longest-running in-flight shard"
     url, job_dir, runner = _job_info(job)
-    return _worker(url, str(row.worker), job_dir, runner, shard=int(row.shard), elapsed_s=round(float(row.age), 2),
-                   why=why)
+    return _worker(
+        url, str(row.worker), job_dir, runner, shard=int(row.shard), elapsed_s=round(float(row.age), 2), why=why
+    )

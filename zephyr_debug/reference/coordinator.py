@@ -13,6 +13,7 @@ from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from zephyr_debug import zephyrlog
 from zephyr_debug.jobstore import EventLog
 from zephyr_debug.model import (
     HEARTBEAT_INTERVAL_S,
@@ -24,7 +25,6 @@ from zephyr_debug.model import (
     TASK,
     JobStatus,
 )
-from zephyr_debug import zephyrlog
 from zephyr_debug.reference.logfmt import LineLog
 
 RUN_TASK, NO_WORK, SHUTDOWN = "run_task", "no_work_backoff", "shutdown"
@@ -74,8 +74,9 @@ class _Worker:
 class Coordinator:
     """Hands out shards stage by stage and applies Zephyr's TASK / INFRA failure limits."""
 
-    def __init__(self, execution_id: str, stages: list[StageSpec], config: CoordinatorConfig,
-                 events: EventLog, log: LineLog):
+    def __init__(
+        self, execution_id: str, stages: list[StageSpec], config: CoordinatorConfig, events: EventLog, log: LineLog
+    ):
         self.execution_id = execution_id
         self.stages = stages
         self.config = config
@@ -126,16 +127,19 @@ class Coordinator:
         self._stage_items_at_start = self.counters["zephyr/item_count"]
         self._stage_bytes_at_start = self.counters["zephyr/bytes_processed"]
         self._status_lines_this_stage = 0
-        self.log.info(zephyrlog.STAGE_START.format(exec=self.execution_id, stage=self.stage_name,
-                                                ops=spec.ops, n=spec.shards))
+        self.log.info(
+            zephyrlog.STAGE_START.format(exec=self.execution_id, stage=self.stage_name, ops=spec.ops, n=spec.shards)
+        )
         self.events.write("stage_start", stage=self.stage_name, index=index, total=spec.shards, ops=spec.ops)
 
     def _finish_stage(self) -> None:
         now = time.time()
-        self.events.write("stage_end", stage=self.stage_name, index=self.stage_index,
-                          elapsed_s=round(now - self.stage_started, 3))
-        self.log.info(zephyrlog.TASKS_COMPLETED.format(stage=self.stage_name, completed=self.completed,
-                                                    total=len(self.shards)))
+        self.events.write(
+            "stage_end", stage=self.stage_name, index=self.stage_index, elapsed_s=round(now - self.stage_started, 3)
+        )
+        self.log.info(
+            zephyrlog.TASKS_COMPLETED.format(stage=self.stage_name, completed=self.completed, total=len(self.shards))
+        )
         if self.stage_index + 1 < len(self.stages):
             self._start_stage(self.stage_index + 1)
         else:
@@ -172,8 +176,7 @@ class Coordinator:
                 self.workers[worker_id] = _Worker(worker_id, pid, last_seen=now)
                 self.log.info(zephyrlog.REGISTERED.format(worker=worker_id, n=len(self.workers)))
                 self.events.write("worker_registered", worker=worker_id, pid=pid)
-            return {"execution_id": self.execution_id,
-                    "heartbeat_interval": self.config.heartbeat_interval}
+            return {"execution_id": self.execution_id, "heartbeat_interval": self.config.heartbeat_interval}
 
     def pull_task(self, worker_id: str) -> dict:
         with self._lock:
@@ -191,28 +194,59 @@ class Coordinator:
             index = self.queue.popleft()
             shard = self.shards[index]
             shard.holder, shard.started = worker_id, worker.last_seen
-            shard.attempts.append({"attempt": shard.attempt, "worker": worker_id, "start": shard.started, "end": None,
-                                   "outcome": "running", "kind": None, "items": 0, "bytes": 0})
+            shard.attempts.append(
+                {
+                    "attempt": shard.attempt,
+                    "worker": worker_id,
+                    "start": shard.started,
+                    "end": None,
+                    "outcome": "running",
+                    "kind": None,
+                    "items": 0,
+                    "bytes": 0,
+                }
+            )
             worker.shard = index
             self.events.write("assign", stage=self.stage_name, shard=index, attempt=shard.attempt, worker=worker_id)
             spec = self.stages[self.stage_index]
-            return {"status": RUN_TASK, "task": {
-                "execution_id": self.execution_id, "stage": self.stage_name, "stage_index": self.stage_index,
-                "shard": index, "attempt": shard.attempt, "total": spec.shards, "work": spec.work}}
+            return {
+                "status": RUN_TASK,
+                "task": {
+                    "execution_id": self.execution_id,
+                    "stage": self.stage_name,
+                    "stage_index": self.stage_index,
+                    "shard": index,
+                    "attempt": shard.attempt,
+                    "total": spec.shards,
+                    "work": spec.work,
+                },
+            }
 
     def _current(self, worker_id: str, stage_index: int, index: int, attempt: int) -> _Shard | None:
         """The shard a report is about, or None (and a log line) when the report is stale."""
         shard = self.shards.get(index) if stage_index == self.stage_index else None
         if shard is None or shard.done or shard.attempt != attempt or shard.holder != worker_id:
             current = shard.attempt if shard is not None else -1
-            self.log.info(zephyrlog.STALE_RESULT.format(worker=worker_id, shard=index, attempt=attempt, current=current))
+            self.log.info(
+                zephyrlog.STALE_RESULT.format(worker=worker_id, shard=index, attempt=attempt, current=current)
+            )
             self.events.write("stale_report", stage_index=stage_index, shard=index, attempt=attempt, worker=worker_id)
             return None
         return shard
 
-    def report_result(self, worker_id: str, stage_index: int, shard: int, attempt: int, *,
-                      elapsed_s: float, items: int = 0, bytes: int = 0,
-                      counters: dict[str, float] | None = None, **extra) -> dict:
+    def report_result(
+        self,
+        worker_id: str,
+        stage_index: int,
+        shard: int,
+        attempt: int,
+        *,
+        elapsed_s: float,
+        items: int = 0,
+        bytes: int = 0,
+        counters: dict[str, float] | None = None,
+        **extra,
+    ) -> dict:
         with self._lock:
             record = self._current(worker_id, stage_index, shard, attempt)
             if record is None:
@@ -222,20 +256,40 @@ class Coordinator:
             worker.shard, worker.last_seen = None, time.time()
             self.completed += 1
             self.progress_time = worker.last_seen
-            record.attempts[-1].update(end=worker.last_seen, outcome="done", items=items, bytes=bytes,
-                                       elapsed=elapsed_s)  # as the worker measured it
+            record.attempts[-1].update(
+                end=worker.last_seen, outcome="done", items=items, bytes=bytes, elapsed=elapsed_s
+            )  # as the worker measured it
             self.counters["zephyr/item_count"] += items
             self.counters["zephyr/bytes_processed"] += bytes
             for name, value in (counters or {}).items():
                 self.counters[name] += value
-            self.events.write("shard_done", stage=self.stage_name, shard=shard, attempt=attempt, worker=worker_id,
-                              elapsed_s=round(elapsed_s, 4), items=items, bytes=bytes, counters=counters, **extra)
+            self.events.write(
+                "shard_done",
+                stage=self.stage_name,
+                shard=shard,
+                attempt=attempt,
+                worker=worker_id,
+                elapsed_s=round(elapsed_s, 4),
+                items=items,
+                bytes=bytes,
+                counters=counters,
+                **extra,
+            )
             if self.completed == len(self.shards):
                 self._finish_stage()
             return {"ok": True}
 
-    def report_error(self, worker_id: str, stage_index: int, shard: int, attempt: int, *,
-                     error: str, crash_file: str | None = None, **extra) -> dict:
+    def report_error(
+        self,
+        worker_id: str,
+        stage_index: int,
+        shard: int,
+        attempt: int,
+        *,
+        error: str,
+        crash_file: str | None = None,
+        **extra,
+    ) -> dict:
         with self._lock:
             record = self._current(worker_id, stage_index, shard, attempt)
             if record is None:
@@ -248,15 +302,32 @@ class Coordinator:
             self.retries += 1
             self.failures[TASK] += 1
             limit = self.config.max_task_failures
-            self.events.write("shard_failed", stage=self.stage_name, shard=shard, attempt=attempt, worker=worker_id,
-                              kind=TASK, task_errors=record.task_errors, infra_errors=record.infra_errors,
-                              error=_summary(error), crash_file=crash_file, **extra)
+            self.events.write(
+                "shard_failed",
+                stage=self.stage_name,
+                shard=shard,
+                attempt=attempt,
+                worker=worker_id,
+                kind=TASK,
+                task_errors=record.task_errors,
+                infra_errors=record.infra_errors,
+                error=_summary(error),
+                crash_file=crash_file,
+                **extra,
+            )
             if record.task_errors >= limit:
-                self.log.error(zephyrlog.TASK_ABORT.format(shard=shard, n=record.task_errors, max=limit, worker=worker_id))
-                self._abort(zephyrlog.FATAL_TASK.format(shard=shard, n=record.task_errors, max=limit,
-                                                     worker=worker_id, error=error.rstrip()))
+                self.log.error(
+                    zephyrlog.TASK_ABORT.format(shard=shard, n=record.task_errors, max=limit, worker=worker_id)
+                )
+                self._abort(
+                    zephyrlog.FATAL_TASK.format(
+                        shard=shard, n=record.task_errors, max=limit, worker=worker_id, error=error.rstrip()
+                    )
+                )
             else:
-                self.log.warning(zephyrlog.TASK_REQUEUE.format(shard=shard, worker=worker_id, n=record.task_errors, max=limit))
+                self.log.warning(
+                    zephyrlog.TASK_REQUEUE.format(shard=shard, worker=worker_id, n=record.task_errors, max=limit)
+                )
                 self._requeue(record, worker_id, TASK)
             return {"ok": True}
 
@@ -268,8 +339,7 @@ class Coordinator:
             worker.last_seen = time.time()
             if sample:
                 worker.sample = sample
-                self.events.write("heartbeat", worker=worker_id, stage=self.stage_name,
-                                  held=worker.shard, **sample)
+                self.events.write("heartbeat", worker=worker_id, stage=self.stage_name, held=worker.shard, **sample)
             return {"status": "ok", "done": self.done}
 
     # -- failure handling ------------------------------------------------------------
@@ -282,24 +352,43 @@ class Coordinator:
         self.retries += 1
         self.failures[INFRA] += 1
         limit = self.config.max_infra_failures
-        self.events.write("shard_failed", stage=self.stage_name, shard=index, attempt=record.attempt,
-                          worker=worker.id, kind=INFRA, reason=reason, task_errors=record.task_errors,
-                          infra_errors=record.infra_errors, error=f"worker lost ({reason})")
+        self.events.write(
+            "shard_failed",
+            stage=self.stage_name,
+            shard=index,
+            attempt=record.attempt,
+            worker=worker.id,
+            kind=INFRA,
+            reason=reason,
+            task_errors=record.task_errors,
+            infra_errors=record.infra_errors,
+            error=f"worker lost ({reason})",
+        )
         if record.infra_errors >= limit:
-            self.log.error(zephyrlog.INFRA_ABORT.format(shard=index, infra=record.infra_errors, infra_max=limit,
-                                                     worker=worker.id))
+            self.log.error(
+                zephyrlog.INFRA_ABORT.format(shard=index, infra=record.infra_errors, infra_max=limit, worker=worker.id)
+            )
             self._abort(zephyrlog.FATAL_INFRA.format(shard=index, n=record.infra_errors, max=limit, worker=worker.id))
             return
-        self.log.warning(zephyrlog.INFRA_REQUEUE.format(
-            shard=index, worker=worker.id, generation=record.attempt + 1, task=record.task_errors,
-            task_max=self.config.max_task_failures, infra=record.infra_errors, infra_max=limit))
+        self.log.warning(
+            zephyrlog.INFRA_REQUEUE.format(
+                shard=index,
+                worker=worker.id,
+                generation=record.attempt + 1,
+                task=record.task_errors,
+                task_max=self.config.max_task_failures,
+                infra=record.infra_errors,
+                infra_max=limit,
+            )
+        )
         self._requeue(record, worker.id, INFRA)
 
     def _requeue(self, record: _Shard, worker_id: str, kind: str) -> None:
         record.attempt += 1
         self.queue.append(record.index)
-        self.events.write("requeue", stage=self.stage_name, shard=record.index, attempt=record.attempt,
-                          worker=worker_id, kind=kind)
+        self.events.write(
+            "requeue", stage=self.stage_name, shard=record.index, attempt=record.attempt, worker=worker_id, kind=kind
+        )
         alive = self._alive()
         if alive == 0:
             self.log.warning(zephyrlog.STRANDED.format(shard=record.index, alive=0, registered=len(self.workers)))
@@ -319,8 +408,13 @@ class Coordinator:
                     if worker.state == ACTIVE and silent > self.config.heartbeat_timeout:
                         self.log.warning(zephyrlog.HEARTBEAT_TIMEOUT.format(worker=worker.id, secs=silent))
                         worker.state = FAILED
-                        self.events.write("worker_state", worker=worker.id, state=FAILED,
-                                          reason="heartbeat timeout", silent_s=round(silent, 3))
+                        self.events.write(
+                            "worker_state",
+                            worker=worker.id,
+                            state=FAILED,
+                            reason="heartbeat timeout",
+                            silent_s=round(silent, 3),
+                        )
                         if worker.shard is not None:
                             self._infra_failure(worker, "heartbeat timeout")
                 self._check_all_dead(now)
@@ -338,39 +432,62 @@ class Coordinator:
             self.events.write("all_workers_dead", registered=len(self.workers))
         idle = now - self._all_dead_since
         if idle >= self.config.no_workers_timeout:
-            self._abort(zephyrlog.FATAL_NO_WORKERS.format(idle=idle, elapsed=now - self.started,
-                                                       registered=len(self.workers)))
+            self._abort(
+                zephyrlog.FATAL_NO_WORKERS.format(idle=idle, elapsed=now - self.started, registered=len(self.workers))
+            )
 
     def _log_status(self, now: float) -> None:
         status = self.get_status(now)
         alive = self._alive()
         line = zephyrlog.STATUS.format(
-            exec=self.execution_id, stage=status.stage, completed=status.completed, total=status.total,
-            in_flight=status.in_flight, queued=status.queue_depth, alive=alive,
-            registered=len(self.workers), dead=len(self.workers) - alive)
+            exec=self.execution_id,
+            stage=status.stage,
+            completed=status.completed,
+            total=status.total,
+            in_flight=status.in_flight,
+            queued=status.queue_depth,
+            alive=alive,
+            registered=len(self.workers),
+            dead=len(self.workers) - alive,
+        )
         if self._status_lines_this_stage:
             secs = max(now - self.stage_started, 1e-9)
             items = self.counters["zephyr/item_count"] - self._stage_items_at_start
             nbytes = self.counters["zephyr/bytes_processed"] - self._stage_bytes_at_start
             line += zephyrlog.THROUGHPUT.format(
-                items=zephyrlog.human_count(items), item_rate=zephyrlog.human_count(round(items / secs, 1)),
-                bytes=zephyrlog.human_bytes(nbytes), byte_rate=zephyrlog.human_bytes(nbytes / secs))
+                items=zephyrlog.human_count(items),
+                item_rate=zephyrlog.human_count(round(items / secs, 1)),
+                bytes=zephyrlog.human_bytes(nbytes),
+                byte_rate=zephyrlog.human_bytes(nbytes / secs),
+            )
         self._status_lines_this_stage += 1
         self.log.info(line)
         attempts = Counter(s.attempt + 1 for s in self.shards.values() if s.attempt > 0)
         if attempts:
             self.log.info(zephyrlog.RETRIED.format(exec=self.execution_id, counts=dict(sorted(attempts.items()))))
-        self.events.write("status", stage=status.stage, completed=status.completed, total=status.total,
-                          in_flight=status.in_flight, queue_depth=status.queue_depth, retries=status.retries,
-                          alive=alive, registered=len(self.workers), dead=len(self.workers) - alive,
-                          progress_time=self.progress_time,
-                          items=self._stage_items())
+        self.events.write(
+            "status",
+            stage=status.stage,
+            completed=status.completed,
+            total=status.total,
+            in_flight=status.in_flight,
+            queue_depth=status.queue_depth,
+            retries=status.retries,
+            alive=alive,
+            registered=len(self.workers),
+            dead=len(self.workers) - alive,
+            progress_time=self.progress_time,
+            items=self._stage_items(),
+        )
 
     def _stage_items(self) -> int:
         """Items of the current stage so far: completed shards plus in-flight snapshots (as Zephyr's
         get_counters merges them)."""
-        live = sum(int(w.sample.get("items") or 0) for w in self.workers.values()
-                   if w.shard is not None and w.sample.get("shard") == w.shard)
+        live = sum(
+            int(w.sample.get("items") or 0)
+            for w in self.workers.values()
+            if w.shard is not None and w.sample.get("shard") == w.shard
+        )
         return int(self.counters["zephyr/item_count"] - self._stage_items_at_start) + live
 
     # -- read side -------------------------------------------------------------------
@@ -378,11 +495,19 @@ class Coordinator:
         with self._lock:
             now = now or time.time()
             return JobStatus(
-                stage=self.stage_name, completed=self.completed, total=len(self.shards), retries=self.retries,
+                stage=self.stage_name,
+                completed=self.completed,
+                total=len(self.shards),
+                retries=self.retries,
                 in_flight=sum(s.holder is not None for s in self.shards.values()),
-                queue_depth=len(self.queue), done=self.done, fatal_error=self.fatal_error,
-                workers={w.id: {"state": w.state, "last_seen_ago": round(now - w.last_seen, 3)}
-                         for w in self.workers.values()})
+                queue_depth=len(self.queue),
+                done=self.done,
+                fatal_error=self.fatal_error,
+                workers={
+                    w.id: {"state": w.state, "last_seen_ago": round(now - w.last_seen, 3)}
+                    for w in self.workers.values()
+                },
+            )
 
     def get_counters(self) -> dict[str, float]:
         with self._lock:
@@ -392,20 +517,37 @@ class Coordinator:
         """Per worker: state, last_seen_ago, pid, held shard, last resource sample."""
         with self._lock:
             now = now or time.time()
-            return {w.id: {"state": w.state, "last_seen_ago": round(now - w.last_seen, 3), "pid": w.pid,
-                           "shard": w.shard, **w.sample} for w in self.workers.values()}
+            return {
+                w.id: {
+                    "state": w.state,
+                    "last_seen_ago": round(now - w.last_seen, 3),
+                    "pid": w.pid,
+                    "shard": w.shard,
+                    **w.sample,
+                }
+                for w in self.workers.values()
+            }
 
     def snapshot(self) -> dict[str, Any]:
         """Everything the metrics exporter needs, read under one lock."""
         with self._lock:
             states = Counter(w.state for w in self.workers.values())
-            return {"status": self.get_status(), "progress_time": self.progress_time,
-                    "stage_index": self.stage_index, "failures": dict(self.failures),
-                    "worker_states": dict(states), "workers": self.worker_details(),
-                    "counters": dict(self.counters), "config": asdict(self.config),
-                    "shards": [{**vars(s), "attempts": [dict(a) for a in s.attempts]}  # not asdict: 6x faster
-                               for s in self.shards.values()],
-                    "stage_count": len(self.stages), "stage_started": self.stage_started}
+            return {
+                "status": self.get_status(),
+                "progress_time": self.progress_time,
+                "stage_index": self.stage_index,
+                "failures": dict(self.failures),
+                "worker_states": dict(states),
+                "workers": self.worker_details(),
+                "counters": dict(self.counters),
+                "config": asdict(self.config),
+                "shards": [
+                    {**vars(s), "attempts": [dict(a) for a in s.attempts]}  # not asdict: 6x faster
+                    for s in self.shards.values()
+                ],
+                "stage_count": len(self.stages),
+                "stage_started": self.stage_started,
+            }
 
 
 def _summary(error: str) -> str:

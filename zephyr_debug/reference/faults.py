@@ -39,8 +39,12 @@ class Fault:
 
     def hits(self, stage_index: int, shard: int, attempt: int) -> bool:
         """Does this shard fault fire for that attempt of that shard?"""
-        return (KINDS[self.kind][0] == "shard" and stage_index == self.stage and shard == self.target
-                and (self.times is None or attempt < self.times))
+        return (
+            KINDS[self.kind][0] == "shard"
+            and stage_index == self.stage
+            and shard == self.target
+            and (self.times is None or attempt < self.times)
+        )
 
     def to_dict(self) -> dict:
         return asdict(self)

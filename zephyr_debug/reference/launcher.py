@@ -80,8 +80,13 @@ class Job:
             self.events = telemetry.StageRows(self.events, config.finelog, self.execution_id)
         (self.job_dir / "workers").mkdir(exist_ok=True)
         self.kernel_log = logfmt.LineLog(self.job_dir / "kernel.log", "kernel")
-        self.coordinator = Coordinator(self.execution_id, config.stages, config.coordinator, self.events,
-                                       logfmt.LineLog(self.job_dir / jobstore.COORDINATOR_LOG, "zephyr.execution"))
+        self.coordinator = Coordinator(
+            self.execution_id,
+            config.stages,
+            config.coordinator,
+            self.events,
+            logfmt.LineLog(self.job_dir / jobstore.COORDINATOR_LOG, "zephyr.execution"),
+        )
         self.server: CoordinatorServer | None = None
         hex8 = self.execution_id.rsplit("-", 1)[-1]
         self.workers = [_WorkerProc(f"zephyr-{hex8}-p0-workers-{i}", i) for i in range(config.workers)]
@@ -99,13 +104,20 @@ class Job:
         if self.server:
             return self
         cfg = self.config
-        info = {"execution_id": self.execution_id, "job_dir": str(self.job_dir.resolve()), "runner": cfg.runner,
-                "workers": cfg.workers, "memory_limit_mb": cfg.memory_limit_mb,
-                "faults": [str(f) for f in cfg.faults], "config": asdict(cfg.coordinator),
-                "stages": [{"ops": s.ops, "shards": s.shards} for s in cfg.stages]}
+        info = {
+            "execution_id": self.execution_id,
+            "job_dir": str(self.job_dir.resolve()),
+            "runner": cfg.runner,
+            "workers": cfg.workers,
+            "memory_limit_mb": cfg.memory_limit_mb,
+            "faults": [str(f) for f in cfg.faults],
+            "config": asdict(cfg.coordinator),
+            "stages": [{"ops": s.ops, "shards": s.shards} for s in cfg.stages],
+        }
         self.server = CoordinatorServer(self.coordinator, info, cfg.host, cfg.port)
-        self.events.write("job_start", **info, url=self.server.url, pid=os.getpid(),
-                          fault_specs=[f.to_dict() for f in cfg.faults])
+        self.events.write(
+            "job_start", **info, url=self.server.url, pid=os.getpid(), fault_specs=[f.to_dict() for f in cfg.faults]
+        )
         return self
 
     def start(self) -> Job:
@@ -119,15 +131,26 @@ class Job:
 
     def _spawn(self, worker: _WorkerProc) -> None:
         cfg = self.config
-        wcfg = {"worker_id": worker.id, "index": worker.index, "url": self.server.url,
-                "job_dir": str(self.job_dir), "runner": cfg.runner, "faults": [f.to_dict() for f in cfg.faults],
-                "heartbeat_interval": cfg.coordinator.heartbeat_interval, "finelog": cfg.finelog,
-                "execution_id": self.execution_id}
+        wcfg = {
+            "worker_id": worker.id,
+            "index": worker.index,
+            "url": self.server.url,
+            "job_dir": str(self.job_dir),
+            "runner": cfg.runner,
+            "faults": [f.to_dict() for f in cfg.faults],
+            "heartbeat_interval": cfg.coordinator.heartbeat_interval,
+            "finelog": cfg.finelog,
+            "execution_id": self.execution_id,
+        }
         stderr = open(self.job_dir / "workers" / f"{safe_name(worker.id)}.stderr", "ab")
         with stderr:
-            worker.proc = subprocess.Popen([sys.executable, "-m", "zephyr_debug.reference.worker", json.dumps(wcfg)],
-                                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-                                           start_new_session=True)
+            worker.proc = subprocess.Popen(
+                [sys.executable, "-m", "zephyr_debug.reference.worker", json.dumps(wcfg)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+            )
         worker.respawn_at = None
         self.events.write("worker_spawned", worker=worker.id, pid=worker.proc.pid, index=worker.index)
 
@@ -183,8 +206,9 @@ class Job:
     def _fire(self, fault: Fault, victims: list[_WorkerProc]) -> None:
         self._fired.add(fault)
         for worker in victims:
-            self.events.write("fault_injected", fault=str(fault), worker=worker.id, pid=worker.proc.pid,
-                              signal="SIGKILL")
+            self.events.write(
+                "fault_injected", fault=str(fault), worker=worker.id, pid=worker.proc.pid, signal="SIGKILL"
+            )
             _kill_group(worker.proc.pid)
 
     def _watchdog(self) -> None:
@@ -203,9 +227,16 @@ class Job:
                             p.send_signal(signal.SIGKILL)
                             self.kernel_log.error(
                                 f"Out of memory: Killed process {p.pid} ({p.name()}) total-vm:{mem.vms >> 10}kB, "
-                                f"anon-rss:{mem.rss >> 10}kB, limit:{limit >> 10}kB")
-                            self.events.write("oom_kill", worker=worker.id, pid=p.pid, rss_bytes=mem.rss,
-                                              limit_bytes=limit, is_worker=p.pid == proc.pid)
+                                f"anon-rss:{mem.rss >> 10}kB, limit:{limit >> 10}kB"
+                            )
+                            self.events.write(
+                                "oom_kill",
+                                worker=worker.id,
+                                pid=p.pid,
+                                rss_bytes=mem.rss,
+                                limit_bytes=limit,
+                                is_worker=p.pid == proc.pid,
+                            )
                 except psutil.Error:
                     continue
 
@@ -222,8 +253,14 @@ class Job:
         status = self.coordinator.get_status()
         if self.state is None:
             self.state = "failed" if status.fatal_error else "succeeded"
-        self.events.write("job_end", state=self.state, fatal_error=status.fatal_error,
-                          completed=status.completed, total=status.total, stage=status.stage)
+        self.events.write(
+            "job_end",
+            state=self.state,
+            fatal_error=status.fatal_error,
+            completed=status.completed,
+            total=status.total,
+            stage=status.stage,
+        )
         if self.server:
             time.sleep(self.config.linger_s)
             self.server.close()

@@ -27,14 +27,32 @@ PER_WORKER = {
 }
 SHARD_LABELS = ["run", "stage", "shard", "attempt", "worker"]
 METRICS = {
-    "progress_time_seconds", "zephyr_shards_in_flight", "zephyr_queue_depth", "zephyr_shards_completed",
-    "zephyr_shards_total", "zephyr_stage_retries", "zephyr_stage_index", "zephyr_stage_start_time_seconds",
+    "progress_time_seconds",
+    "zephyr_shards_in_flight",
+    "zephyr_queue_depth",
+    "zephyr_shards_completed",
+    "zephyr_shards_total",
+    "zephyr_stage_retries",
+    "zephyr_stage_index",
+    "zephyr_stage_start_time_seconds",
     "zephyr_stages",
-    "zephyr_pipeline_done", "zephyr_pipeline_failed", "zephyr_workers", "zephyr_shard_failures_total",
-    "zephyr_worker_last_seen_seconds", "zephyr_worker_shard", "zephyr_shard_start_time_seconds",
-    "zephyr_shard_elapsed_seconds", "zephyr_shard_done", "zephyr_shard_items", "zephyr_shard_bytes",
-    "zephyr_shard_attempt_failures", "zephyr_shard_attempt_failed", "zephyr_worker_shard_items", "zephyr_worker_shard_bytes",
-    "zephyr_coordinator_setting", *(name for name, _ in PER_WORKER.values()),
+    "zephyr_pipeline_done",
+    "zephyr_pipeline_failed",
+    "zephyr_workers",
+    "zephyr_shard_failures_total",
+    "zephyr_worker_last_seen_seconds",
+    "zephyr_worker_shard",
+    "zephyr_shard_start_time_seconds",
+    "zephyr_shard_elapsed_seconds",
+    "zephyr_shard_done",
+    "zephyr_shard_items",
+    "zephyr_shard_bytes",
+    "zephyr_shard_attempt_failures",
+    "zephyr_shard_attempt_failed",
+    "zephyr_worker_shard_items",
+    "zephyr_worker_shard_bytes",
+    "zephyr_coordinator_setting",
+    *(name for name, _ in PER_WORKER.values()),
 }
 
 
@@ -62,20 +80,23 @@ class CoordinatorCollector:
             family.add_metric([run, *labels.values()], value)
             return family
 
-        yield gauge("progress_time_seconds", "Unix time of the last stage start or shard completion",
-                    snap["progress_time"])
+        yield gauge(
+            "progress_time_seconds", "Unix time of the last stage start or shard completion", snap["progress_time"]
+        )
         stage = {"stage": status.stage}
         yield gauge("zephyr_shards_in_flight", "Shards running now", status.in_flight, **stage)
         yield gauge("zephyr_queue_depth", "Shards waiting for a worker", status.queue_depth, **stage)
         yield gauge("zephyr_stage_retries", "Shard retries in the current stage", status.retries, **stage)
         yield gauge("zephyr_stage_index", "Index of the current stage", snap["stage_index"])
-        yield gauge("zephyr_stage_start_time_seconds", "Unix time the current stage started",
-                    snap["stage_started"], **stage)
+        yield gauge(
+            "zephyr_stage_start_time_seconds", "Unix time the current stage started", snap["stage_started"], **stage
+        )
         yield gauge("zephyr_stages", "Stages in the pipeline", snap["stage_count"])
         yield gauge("zephyr_pipeline_done", "1 when the coordinator is shutting down", float(status.done))
         yield gauge("zephyr_pipeline_failed", "1 when the pipeline aborted", float(status.fatal_error is not None))
-        settings = GaugeMetricFamily("zephyr_coordinator_setting", "Coordinator settings (timeouts in s, limits)",
-                                     labels=["run", "setting"])
+        settings = GaugeMetricFamily(
+            "zephyr_coordinator_setting", "Coordinator settings (timeouts in s, limits)", labels=["run", "setting"]
+        )
         for name, value in snap["config"].items():
             settings.add_metric([run, name], float(value))
         yield settings
@@ -99,7 +120,7 @@ class CoordinatorCollector:
         """Completed / total per stage started so far (earlier stages are complete)."""
         completed = GaugeMetricFamily("zephyr_shards_completed", "Shards completed, per stage", labels=["run", "stage"])
         total = GaugeMetricFamily("zephyr_shards_total", "Shards, per stage", labels=["run", "stage"])
-        for index, spec in enumerate(self.coordinator.stages[:snap["stage_index"] + 1]):
+        for index, spec in enumerate(self.coordinator.stages[: snap["stage_index"] + 1]):
             name = f"stage{index}-{spec.ops}"
             done = snap["status"].completed if index == snap["stage_index"] else spec.shards
             completed.add_metric([run, name], done)
@@ -114,12 +135,20 @@ class CoordinatorCollector:
                 if info.get(key) is not None:
                     family.add_metric([run, worker], float(info[key]))
             yield family
-        seen = GaugeMetricFamily("zephyr_worker_last_seen_seconds", "Seconds since the worker was heard from",
-                                 labels=["run", "worker", "state"])
+        seen = GaugeMetricFamily(
+            "zephyr_worker_last_seen_seconds",
+            "Seconds since the worker was heard from",
+            labels=["run", "worker", "state"],
+        )
         held = GaugeMetricFamily("zephyr_worker_shard", "Shard the worker holds now", labels=["run", "worker", "stage"])
-        progress = {key: GaugeMetricFamily(f"zephyr_worker_shard_{key}", f"{key.capitalize()} of the held shard "
-                                           "processed so far (last heartbeat)", labels=["run", "worker"])
-                    for key in ("items", "bytes")}
+        progress = {
+            key: GaugeMetricFamily(
+                f"zephyr_worker_shard_{key}",
+                f"{key.capitalize()} of the held shard processed so far (last heartbeat)",
+                labels=["run", "worker"],
+            )
+            for key in ("items", "bytes")
+        }
         holders = {s["holder"]: s["index"] for s in snap["shards"] if s["holder"]}  # the coordinator's truth
         for worker, info in snap["workers"].items():
             seen.add_metric([run, worker, info["state"]], info["last_seen_ago"])
@@ -135,18 +164,24 @@ class CoordinatorCollector:
     def _shards(self, run: str, stage: str, shards: list[dict], workers: dict, now: float):
         """One series per attempt of the current stage's shards (failed ones included)."""
         families = {
-            "start": GaugeMetricFamily("zephyr_shard_start_time_seconds", "Unix time the attempt started",
-                                       labels=SHARD_LABELS),
-            "elapsed": GaugeMetricFamily("zephyr_shard_elapsed_seconds", "Seconds the attempt has run (or ran)",
-                                         labels=SHARD_LABELS),
+            "start": GaugeMetricFamily(
+                "zephyr_shard_start_time_seconds", "Unix time the attempt started", labels=SHARD_LABELS
+            ),
+            "elapsed": GaugeMetricFamily(
+                "zephyr_shard_elapsed_seconds", "Seconds the attempt has run (or ran)", labels=SHARD_LABELS
+            ),
             "done": GaugeMetricFamily("zephyr_shard_done", "1 once the attempt completed", labels=SHARD_LABELS),
             "items": GaugeMetricFamily("zephyr_shard_items", "Items the attempt has processed", labels=SHARD_LABELS),
             "bytes": GaugeMetricFamily("zephyr_shard_bytes", "Bytes the attempt has processed", labels=SHARD_LABELS),
         }
-        failed = GaugeMetricFamily("zephyr_shard_attempt_failed", "1 for an attempt that failed, by kind",
-                                   labels=[*SHARD_LABELS, "kind"])
-        failures = GaugeMetricFamily("zephyr_shard_attempt_failures", "Failed attempts of the shard, by kind",
-                                     labels=["run", "stage", "shard", "kind"])
+        failed = GaugeMetricFamily(
+            "zephyr_shard_attempt_failed", "1 for an attempt that failed, by kind", labels=[*SHARD_LABELS, "kind"]
+        )
+        failures = GaugeMetricFamily(
+            "zephyr_shard_attempt_failures",
+            "Failed attempts of the shard, by kind",
+            labels=["run", "stage", "shard", "kind"],
+        )
         for s in shards:
             for kind, count in ((TASK, s["task_errors"]), (INFRA, s["infra_errors"])):
                 if count:

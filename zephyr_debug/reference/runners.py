@@ -64,12 +64,20 @@ class SubprocessRunner:
     def run(self, task: dict, progress: Progress) -> Outcome:
         start = time.monotonic()
         stderr_path = self.log.path.with_suffix(f".shard{task['shard']}-a{task['attempt']}.stderr")
-        job = {"task": task, "faults": [f.to_dict() for f in self.faults], "scratch": str(self.scratch),
-               "worker_index": self.worker_index}
+        job = {
+            "task": task,
+            "faults": [f.to_dict() for f in self.faults],
+            "scratch": str(self.scratch),
+            "worker_index": self.worker_index,
+        }
         with open(stderr_path, "wb") as stderr:
             proc = subprocess.Popen(
                 [sys.executable, "-u", "-X", "faulthandler", "-m", "zephyr_debug.reference.shardwork"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True)
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
         self.child_pid = proc.pid
         proc.stdin.write(json.dumps(job))
         proc.stdin.close()

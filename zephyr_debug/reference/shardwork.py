@@ -75,12 +75,14 @@ def run_shard(task: dict, faults: list[Fault], scratch: Path, progress: Progress
 
 def _make_chunk(rng: np.random.Generator, n: int, offset: int) -> pd.DataFrame:
     keys = rng.integers(0, 64, n)
-    return pd.DataFrame({
-        "row": np.arange(offset, offset + n),
-        "key": keys,
-        "value": rng.normal(size=n),
-        "text": pd.Series(keys).map(lambda k: f"user-{k:04d}-" + "x" * int(k % 17)),
-    })
+    return pd.DataFrame(
+        {
+            "row": np.arange(offset, offset + n),
+            "key": keys,
+            "value": rng.normal(size=n),
+            "text": pd.Series(keys).map(lambda k: f"user-{k:04d}-" + "x" * int(k % 17)),
+        }
+    )
 
 
 def _dropped(frame: pd.DataFrame, rate: float) -> pd.Series:
@@ -161,8 +163,9 @@ def _native_decode() -> None:
 def _kill_own_worker(scratch: Path, fault: Fault) -> None:
     """SIGKILL the worker's whole process group (worker + shard child), `times` times per fault
     (once by default): markers in the scratch dir keep the respawned worker from doing it again."""
-    markers = [scratch / (f".fault-{fault.kind}-{fault.target}" + (f"-{n}" if n else ""))
-               for n in range(fault.times or 1)]
+    markers = [
+        scratch / (f".fault-{fault.kind}-{fault.target}" + (f"-{n}" if n else "")) for n in range(fault.times or 1)
+    ]
     marker = next((m for m in markers if not m.exists()), None)
     if marker is None:
         return
@@ -183,8 +186,7 @@ def _child_main() -> int:
         print(f"P {items} {nbytes}", flush=True)
 
     try:
-        result = run_shard(job["task"], from_dicts(job["faults"]), Path(job["scratch"]), progress,
-                           job["worker_index"])
+        result = run_shard(job["task"], from_dicts(job["faults"]), Path(job["scratch"]), progress, job["worker_index"])
     except Exception:
         print("E " + json.dumps(traceback.format_exc()), flush=True)
         return 1

@@ -143,8 +143,15 @@ class ShardRows:
         if self._writer is None:
             return
         with self._lock:
-            self._shard = {"stage": stage, "shard": shard, "t0": time.monotonic(),
-                           "cpu0": _usage(self._proc)[0], "rss_sum": 0, "rss_n": 0, "peak": 0}
+            self._shard = {
+                "stage": stage,
+                "shard": shard,
+                "t0": time.monotonic(),
+                "cpu0": _usage(self._proc)[0],
+                "rss_sum": 0,
+                "rss_n": 0,
+                "peak": 0,
+            }
             self._row(START, 0, 0, 0.0)
 
     def running(self, sample: dict) -> None:
@@ -163,8 +170,11 @@ class ShardRows:
             s["peak"] = max(s["peak"], peak_rss_bytes or 0)
             cpu = self._row(END if ok else FAILED, items, nbytes, 0.0)
             self._shard = None
-            return {"cpu_time_s": round(cpu, 3), "mem_peak_bytes": s["peak"],
-                    "mem_avg_bytes": s["rss_sum"] // max(s["rss_n"], 1)}
+            return {
+                "cpu_time_s": round(cpu, 3),
+                "mem_peak_bytes": s["peak"],
+                "mem_avg_bytes": s["rss_sum"] // max(s["rss_n"], 1),
+            }
 
     def _row(self, status: str, items: int, nbytes: int, cpu_pct: float) -> float:
         s = self._shard
@@ -172,9 +182,25 @@ class ShardRows:
         cpu, rss = _usage(self._proc)
         cpu = max(cpu - s["cpu0"], 0.0)
         s["rss_sum"], s["rss_n"], s["peak"] = s["rss_sum"] + rss, s["rss_n"] + 1, max(s["peak"], rss)
-        self._writer.write(WorkerStat(
-            self.execution_id, s["stage"], s["shard"], status, _utcnow(), int(items), int(nbytes), items / elapsed,
-            nbytes / elapsed, cpu, float(cpu_pct), 100.0 * cpu / elapsed, rss, s["rss_sum"] // s["rss_n"], s["peak"]))
+        self._writer.write(
+            WorkerStat(
+                self.execution_id,
+                s["stage"],
+                s["shard"],
+                status,
+                _utcnow(),
+                int(items),
+                int(nbytes),
+                items / elapsed,
+                nbytes / elapsed,
+                cpu,
+                float(cpu_pct),
+                100.0 * cpu / elapsed,
+                rss,
+                s["rss_sum"] // s["rss_n"],
+                s["peak"],
+            )
+        )
         return cpu
 
     def close(self) -> None:
@@ -212,10 +238,24 @@ class StageRows:
         cpu = sum(d.get("cpu_time_s") or 0.0 for d in done)
         avgs = [d["mem_avg_bytes"] for d in done if d.get("mem_avg_bytes")]
         busy = sum(d.get("elapsed_s") or 0.0 for d in done)
-        self._writer.write(StageStat(
-            self.execution_id, s["name"], status, _utcnow(), elapsed, int(items), int(nbytes), items / elapsed,
-            nbytes / elapsed, int(s["total"]), 100.0 * cpu / busy if busy else 0.0, cpu,
-            sum(avgs) // len(avgs) if avgs else 0, max((d.get("mem_peak_bytes") or 0 for d in done), default=0)))
+        self._writer.write(
+            StageStat(
+                self.execution_id,
+                s["name"],
+                status,
+                _utcnow(),
+                elapsed,
+                int(items),
+                int(nbytes),
+                items / elapsed,
+                nbytes / elapsed,
+                int(s["total"]),
+                100.0 * cpu / busy if busy else 0.0,
+                cpu,
+                sum(avgs) // len(avgs) if avgs else 0,
+                max((d.get("mem_peak_bytes") or 0 for d in done), default=0),
+            )
+        )
 
     def close(self) -> None:
         self._writer.close()

@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import requests
 
-from zephyr_debug.model import safe_name
 from zephyr_debug import zephyrlog
+from zephyr_debug.model import safe_name
 from zephyr_debug.reference import logfmt, telemetry
 from zephyr_debug.reference.faults import from_dicts
 from zephyr_debug.reference.runners import RUNNERS
@@ -39,7 +39,8 @@ class Worker:
         self.scratch = job_dir / "scratch" / safe_name(self.id)
         self.crash_dir = job_dir / "crashes"
         self.runner = RUNNERS[cfg.get("runner", "inline")](
-            from_dicts(cfg.get("faults", [])), self.scratch, cfg.get("index", 0), self.log)
+            from_dicts(cfg.get("faults", [])), self.scratch, cfg.get("index", 0), self.log
+        )
         self.interval = float(cfg.get("heartbeat_interval", 5.0))
         self.http = requests.Session()
         self._lock = threading.Lock()
@@ -71,8 +72,13 @@ class Worker:
             except psutil.Error:
                 continue
         self._peak_rss = max(self._peak_rss, int(rss))
-        sample = {"pid": os.getpid(), "rss_bytes": int(rss), "rss_peak_bytes": self._peak_rss,
-                  "cpu_pct": round(cpu, 1), "disk_bytes": _dir_bytes(self.scratch)}
+        sample = {
+            "pid": os.getpid(),
+            "rss_bytes": int(rss),
+            "rss_peak_bytes": self._peak_rss,
+            "cpu_pct": round(cpu, 1),
+            "disk_bytes": _dir_bytes(self.scratch),
+        }
         with self._lock:
             if self.current:
                 sample.update(shard=self.current["shard"], items=self.current["items"], bytes=self.current["bytes"])
@@ -90,8 +96,9 @@ class Worker:
                     self.call("/register", pid=os.getpid())
             except requests.RequestException as exc:
                 failures += 1
-                self.log.warning(zephyrlog.HEARTBEAT_FAILED.format(worker=self.id, n=failures,
-                                                                max=MAX_HEARTBEAT_FAILURES, error=exc))
+                self.log.warning(
+                    zephyrlog.HEARTBEAT_FAILED.format(worker=self.id, n=failures, max=MAX_HEARTBEAT_FAILURES, error=exc)
+                )
                 if failures >= MAX_HEARTBEAT_FAILURES:
                     os._exit(3)  # the coordinator is gone
 
@@ -128,21 +135,38 @@ class Worker:
             last, self.current = self.current, None
         done = outcome.result if outcome.ok else last
         key = {"stage_index": task["stage_index"], "shard": shard, "attempt": attempt}
-        extra = {"returncode": outcome.returncode, "peak_rss_bytes": outcome.peak_rss_bytes,
-                 "runner": self.runner.name,
-                 **self.telemetry.end(outcome.ok, done["items"], done["bytes"], outcome.peak_rss_bytes)}
+        extra = {
+            "returncode": outcome.returncode,
+            "peak_rss_bytes": outcome.peak_rss_bytes,
+            "runner": self.runner.name,
+            **self.telemetry.end(outcome.ok, done["items"], done["bytes"], outcome.peak_rss_bytes),
+        }
         if outcome.ok:
             self.log.info(zephyrlog.SHARD_DONE.format(worker=self.id, shard=shard, secs=outcome.elapsed_s))
-            self.call("/report_result", **key, elapsed_s=outcome.elapsed_s, items=outcome.result["items"],
-                      bytes=outcome.result["bytes"], counters=outcome.result.get("counters"), **extra)
+            self.call(
+                "/report_result",
+                **key,
+                elapsed_s=outcome.elapsed_s,
+                items=outcome.result["items"],
+                bytes=outcome.result["bytes"],
+                counters=outcome.result.get("counters"),
+                **extra,
+            )
             return
         self.log.error(zephyrlog.WORKER_ERROR.format(worker=self.id, shard=shard))
         self.log.raw(outcome.error)
         crash = self.crash_dir / f"stage{task['stage_index']}-{shard}-{attempt}.txt"
         crash.parent.mkdir(parents=True, exist_ok=True)
         crash.write_text(outcome.error)
-        self.call("/report_error", **key, error=outcome.error, crash_file=str(crash), failure=outcome.failure,
-                  elapsed_s=round(outcome.elapsed_s, 4), **extra)
+        self.call(
+            "/report_error",
+            **key,
+            error=outcome.error,
+            crash_file=str(crash),
+            failure=outcome.failure,
+            elapsed_s=round(outcome.elapsed_s, 4),
+            **extra,
+        )
 
 
 def _dir_bytes(path: Path) -> int:

@@ -27,27 +27,47 @@ def stage_table(st: Stage, r: Report) -> Table:
     ratios = {c.counter: c.ratio for c in r.comparisons if c.stage == st.stage}
     rate = f", {_n(st.rate)} items/s per shard" if st.shard_rate else ""
     vs = f" (x{ratios[None]:.2f} of earlier runs)" if None in ratios else ""
-    table = Table(title=f"{clean(st.stage)}: {st.done} shards, {duration(st.wall_s)}{rate}{vs}", box=None,
-                  pad_edge=False, title_justify="left")
+    table = Table(
+        title=f"{clean(st.stage)}: {st.done} shards, {duration(st.wall_s)}{rate}{vs}",
+        box=None,
+        pad_edge=False,
+        title_justify="left",
+    )
     for col in ("counter", "total", "/s", "/item", "shard med", "p99", "max@shard", "vs"):
         table.add_column(col, justify="left" if col == "counter" else "right", overflow="fold")
     for c in st.counters:
         ratio = ratios.get(c.name)
-        table.add_row(clean(SHORT.get(c.name, c.name)), _n(c.total), _n(c.rate),
-                      "-" if c.name == ITEMS else _n(c.per_item), _n(c.median), _n(c.p99),
-                      f"{_n(c.high[1])}@{c.high[0]}" if c.high else "-",
-                      "-" if ratio is None else f"x{ratio:.2f}")
+        table.add_row(
+            clean(SHORT.get(c.name, c.name)),
+            _n(c.total),
+            _n(c.rate),
+            "-" if c.name == ITEMS else _n(c.per_item),
+            _n(c.median),
+            _n(c.p99),
+            f"{_n(c.high[1])}@{c.high[0]}" if c.high else "-",
+            "-" if ratio is None else f"x{ratio:.2f}",
+        )
     return table
 
 
 def churn_table(workers: list[WorkerChurn]) -> Table:
-    table = Table(title="worker churn (losses: heartbeat timeouts, re-registrations)", box=None, pad_edge=False,
-                  title_justify="left")
+    table = Table(
+        title="worker churn (losses: heartbeat timeouts, re-registrations)",
+        box=None,
+        pad_edge=False,
+        title_justify="left",
+    )
     for col in ("worker", "re-reg", "timeouts", "peak", "first", "last"):
         table.add_column(col, justify="left" if col == "worker" else "right", overflow="fold")
     for w in workers[:MAX_CHURN_ROWS]:
-        table.add_row(clean(w.worker), str(w.reregistered), str(w.timeouts), str(w.max_per_window),
-                      clock(w.times[0]), clock(w.times[-1]))
+        table.add_row(
+            clean(w.worker),
+            str(w.reregistered),
+            str(w.timeouts),
+            str(w.max_per_window),
+            clock(w.times[0]),
+            clock(w.times[-1]),
+        )
     return table
 
 

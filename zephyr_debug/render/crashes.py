@@ -52,12 +52,18 @@ def rows(data: dict, warnings: list[str]) -> None:
     crashes = data["crashes"]
     con.print(f"[bold]{len(crashes)} crash(es)[/] in {clean(data['source'])}")
     for r in crashes:
-        where = "-" if r["shard"] is None else f"shard {r['shard']}" + (
-            "" if r["attempt"] is None else f" attempt {r['attempt'] + 1}")
-        con.print(f"{when(r['ts'])}  {_kind(r['kind'])}  {r['fingerprint'][:8]}  {clean(where)}  "
-                  f"{clean(r['worker'] or '-')}")
-        con.print(f"    [bold]{clean(r['exception'])}[/]: {clean(r['raw_message'] or r['message'])}  "
-                  f"[dim]{clean(r['source'])}[/]")
+        where = (
+            "-"
+            if r["shard"] is None
+            else f"shard {r['shard']}" + ("" if r["attempt"] is None else f" attempt {r['attempt'] + 1}")
+        )
+        con.print(
+            f"{when(r['ts'])}  {_kind(r['kind'])}  {r['fingerprint'][:8]}  {clean(where)}  {clean(r['worker'] or '-')}"
+        )
+        con.print(
+            f"    [bold]{clean(r['exception'])}[/]: {clean(r['raw_message'] or r['message'])}  "
+            f"[dim]{clean(r['source'])}[/]"
+        )
     if crashes:
         con.print(f"  next: [bold cyan]zdebug crashes {clean(data['source'])} --dedupe[/]")
     _warn(warnings)
@@ -82,8 +88,10 @@ def groups(data: dict, warnings: list[str]) -> None:
             details.append(clean(_exit(g.exit_code, g.signal)))
         if len(g.variants) > 1:
             details.append(f"[dim]{len(g.variants)} messages:[/] {clean(_variants(g))}")
-        details.append(f"shards {clean(_listed(list(g.shards)))} · {len(g.workers)} worker(s) · attempts "
-                       f"{_attempts(g.attempts)} · {when(g.first_seen)} → {when(g.last_seen)} · {g.fingerprint}")
+        details.append(
+            f"shards {clean(_listed(list(g.shards)))} · {len(g.workers)} worker(s) · attempts "
+            f"{_attempts(g.attempts)} · {when(g.first_seen)} → {when(g.last_seen)} · {g.fingerprint}"
+        )
         for line in details:
             con.print(Padding(line, (0, 0, 0, INDENT), expand=False))
     for i, g in enumerate(groups[:MAX_EXAMPLES], 1):
@@ -95,9 +103,11 @@ def groups(data: dict, warnings: list[str]) -> None:
         con.print(f"[dim]members:[/] {clean(_listed(list(g.members)))}")
         con.print(clean(g.example))
         for d in g.deterministic:
-            con.print(f"[bold red]deterministic crasher:[/] {clean(d.stage or '')} shard {d.shard} hit this "
-                      f"{d.attempts} times on {len(d.workers)} worker(s): retrying will not help "
-                      f"(Zephyr retries infra failures up to 20 times)")
+            con.print(
+                f"[bold red]deterministic crasher:[/] {clean(d.stage or '')} shard {d.shard} hit this "
+                f"{d.attempts} times on {len(d.workers)} worker(s): retrying will not help "
+                f"(Zephyr retries infra failures up to 20 times)"
+            )
             con.print(f"  next: [bold cyan]zdebug crashes {clean(data['source'])} --shard {d.shard}[/]")
     if len(groups) > MAX_EXAMPLES:
         con.print(f"[dim]{len(groups) - MAX_EXAMPLES} more group(s): --json shows all[/]")

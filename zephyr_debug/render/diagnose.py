@@ -14,8 +14,10 @@ def render(a: Analysis) -> None:
     con.print(f"[bold]{clean(a.job)}[/] {a.state}")
     con.print(clean(a.headline))
     if a.healthy:
-        con.print("[green]No problems found:[/] no straggler held a stage up, nothing is stuck or crash-looping, "
-                  "the workers are alive.")
+        con.print(
+            "[green]No problems found:[/] no straggler held a stage up, nothing is stuck or crash-looping, "
+            "the workers are alive."
+        )
     for rank, f in enumerate(a.findings[:SHOWN], 1):
         con.print()
         show(con, f, rank)

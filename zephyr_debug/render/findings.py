@@ -10,21 +10,37 @@ from zephyr_debug.findings import ERROR, INFO, Finding
 from zephyr_debug.render.output import clean, safe
 
 SEVERITY_STYLE = {ERROR: "bold red", "warning": "yellow", INFO: "dim"}
-KIND_STYLE = {"all-workers-dead": "bold red", "crash-loop": "red", "oom": "red", "aborted": "red",
-              "dead-holder": "magenta", "stuck": "yellow", "stalled": "yellow", "slow-worker": "cyan",
-              "data-skew": "blue", "undetermined": "white", "recovered": "green",
-              "throughput-cliff": "cyan", "throughput-drop": "cyan", "counter-per-item": "blue",
-              "counter-few-shards": "blue", "flapping-worker": "magenta", "requeue-burst": "magenta"}
+KIND_STYLE = {
+    "all-workers-dead": "bold red",
+    "crash-loop": "red",
+    "oom": "red",
+    "aborted": "red",
+    "dead-holder": "magenta",
+    "stuck": "yellow",
+    "stalled": "yellow",
+    "slow-worker": "cyan",
+    "data-skew": "blue",
+    "undetermined": "white",
+    "recovered": "green",
+    "throughput-cliff": "cyan",
+    "throughput-drop": "cyan",
+    "counter-per-item": "blue",
+    "counter-few-shards": "blue",
+    "flapping-worker": "magenta",
+    "requeue-burst": "magenta",
+}
 INDENT = "     "
 
 
 def headline(f: Finding, rank: int | None = None) -> Text:
     causes = f" (+{', '.join(c for c in f.causes if c != f.kind)})" if len(f.causes) > 1 else ""
     cost = f.cost.sentence()
-    text = Text.from_markup((f"[bold]{rank}.[/] " if rank is not None else "")
-                            + f"[{SEVERITY_STYLE.get(f.severity, '')}]{f.severity}[/] "
-                            + f"[{KIND_STYLE.get(f.kind, '')}]{f.kind}[/]{clean(causes)}  {clean(f.title)}"
-                            + (f" [dim]· {clean(cost)}[/]" if cost else ""))
+    text = Text.from_markup(
+        (f"[bold]{rank}.[/] " if rank is not None else "")
+        + f"[{SEVERITY_STYLE.get(f.severity, '')}]{f.severity}[/] "
+        + f"[{KIND_STYLE.get(f.kind, '')}]{f.kind}[/]{clean(causes)}  {clean(f.title)}"
+        + (f" [dim]· {clean(cost)}[/]" if cost else "")
+    )
     return text
 
 

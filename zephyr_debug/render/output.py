@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.markup import escape
@@ -75,7 +75,7 @@ def print_json(data) -> None:
 def when(ts: float | None) -> str:
     if ts is None or (isinstance(ts, float) and math.isnan(ts)):
         return "-"
-    return datetime.fromtimestamp(ts, timezone.utc).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ts, UTC).astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def duration(seconds: float | None) -> str:

@@ -29,18 +29,28 @@ def render_summary(s: dict) -> None:
     con.print(head + (" [dim](GIL-holding samples only)[/]" if s["gil_only"] else ""))
     con.print(f"[bold]Verdict:[/] [{style}]{clean(s['verdict_text'])}[/]")
     if s["shares"]:
-        con.print("  " + ", ".join(f"{k} {_pct(v)}" for k, v in s["shares"].items())
-                  + (f"; holds the GIL {_pct(s['gil_share'])} of the time" if s["gil_share"] is not None else ""))
+        con.print(
+            "  "
+            + ", ".join(f"{k} {_pct(v)}" for k, v in s["shares"].items())
+            + (f"; holds the GIL {_pct(s['gil_share'])} of the time" if s["gil_share"] is not None else "")
+        )
     for key, label in (("hot_frame", "hottest in-app frame (on CPU)"), ("waiting_at", "waits mostly at")):
         if s.get(key):
             con.print(f"  {label}: [bold]{clean(s[key]['where'])}[/] ({_pct(s[key]['share'])})")
     left_out = [t for t in s["threads"] if not t["in_verdict"]]
     if left_out:
-        con.print("  left out (no in-app code, or parked): " + "; ".join(
-            f"{clean(t['thread'])} {_pct(t['waiting_share'])} waiting, mostly in {clean(t['sits_in'])}"
-            for t in left_out))
+        con.print(
+            "  left out (no in-app code, or parked): "
+            + "; ".join(
+                f"{clean(t['thread'])} {_pct(t['waiting_share'])} waiting, mostly in {clean(t['sits_in'])}"
+                for t in left_out
+            )
+        )
     if s["top_self"]:
-        for key, title in (("top_self", "top self (innermost frame)"), ("top_total", "top total (anywhere on the stack)")):
+        for key, title in (
+            ("top_self", "top self (innermost frame)"),
+            ("top_total", "top total (anywhere on the stack)"),
+        ):
             con.print(f"[bold]{title}[/]")
             con.print(_frames(s[key]))
     for note in s.get("notes", []):
@@ -55,8 +65,9 @@ def render_dump(d: dict) -> None:
     for t in d["threads"]:
         style = "cyan" if t["state"] == "waiting" else "magenta"
         gil = ", holds the GIL" if t["owns_gil"] else ""
-        con.print(f"\n[bold]Thread {t['thread_id']}[/] {clean(t['name'])!r} (pid {t['pid']}) "
-                  f"[{style}]{t['state']}[/]{gil}")
+        con.print(
+            f"\n[bold]Thread {t['thread_id']}[/] {clean(t['name'])!r} (pid {t['pid']}) [{style}]{t['state']}[/]{gil}"
+        )
         con.print(f"  sits in: [bold]{clean(t['sits_in'])}[/]")
         if t["in_app_frame"] and t["in_app_frame"] != t["sits_in"]:
             con.print(f"  in-app:  [bold]{clean(t['in_app_frame'])}[/]")

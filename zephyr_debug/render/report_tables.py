@@ -13,9 +13,16 @@ import pandas as pd
 from zephyr_debug.model import INFRA, Evidence
 
 # Outcome of an attempt as drawn: key -> (legend label, colour), in legend order.
-OUTCOMES = {"done": ("done", "#4c78a8"), "task": ("TASK failure", "#e45756"), "oom": ("OOM kill", "#b279a2"),
-            "crash": ("segfault / exit", "#9d755d"), "lost": ("worker lost / requeued", "#eeca3b"),
-            "running": ("running", "#72b7b2"), "stale": ("stale result", "#bab0ac"), "other": ("other", "#999999")}
+OUTCOMES = {
+    "done": ("done", "#4c78a8"),
+    "task": ("TASK failure", "#e45756"),
+    "oom": ("OOM kill", "#b279a2"),
+    "crash": ("segfault / exit", "#9d755d"),
+    "lost": ("worker lost / requeued", "#eeca3b"),
+    "running": ("running", "#72b7b2"),
+    "stale": ("stale result", "#bab0ac"),
+    "other": ("other", "#999999"),
+}
 FAILED = ("task", "oom", "crash", "lost")
 ATTEMPT_ROWS = 1_000  # attempt table: failed and flagged attempts first, then the longest
 WORKER_ROWS = 500  # worker table: the busiest
@@ -41,8 +48,11 @@ def outcome_keys(a: pd.DataFrame) -> np.ndarray:
     oom = failed & ((failure == "oom") | (num(a, "returncode") == -9))
     crash = failed & ~oom & failure.isin(["segv", "exit"])
     lost = (outcome == "requeued") | (failed & ~oom & ~crash & (kind == INFRA))
-    return np.select([outcome == "done", oom, crash, lost, failed, outcome == "running", outcome == "stale"],
-                     ["done", "oom", "crash", "lost", "task", "running", "stale"], "other")
+    return np.select(
+        [outcome == "done", oom, crash, lost, failed, outcome == "running", outcome == "stale"],
+        ["done", "oom", "crash", "lost", "task", "running", "stale"],
+        "other",
+    )
 
 
 def attempt_frame(ev: Evidence, t0: float) -> pd.DataFrame:
@@ -52,11 +62,21 @@ def attempt_frame(ev: Evidence, t0: float) -> pd.DataFrame:
     secs = num(a, "elapsed_s")
     start = num(a, "start_ts").fillna(num(a, "end_ts") - secs)
     end = num(a, "end_ts").fillna(start + secs).fillna(ev.now)
-    frame = pd.DataFrame({"stage": a["stage"].astype(object), "shard": num(a, "shard"),
-                          "attempt": num(a, "attempt").fillna(0), "worker": a["worker"].fillna("?").astype(str),
-                          "outcome": outcome_keys(a), "start_abs": start, "end_abs": end,
-                          "secs": (end - start).clip(lower=0), "items": num(a, "items"), "bytes": num(a, "bytes"),
-                          "error": _text(a, "error")})
+    frame = pd.DataFrame(
+        {
+            "stage": a["stage"].astype(object),
+            "shard": num(a, "shard"),
+            "attempt": num(a, "attempt").fillna(0),
+            "worker": a["worker"].fillna("?").astype(str),
+            "outcome": outcome_keys(a),
+            "start_abs": start,
+            "end_abs": end,
+            "secs": (end - start).clip(lower=0),
+            "items": num(a, "items"),
+            "bytes": num(a, "bytes"),
+            "error": _text(a, "error"),
+        }
+    )
     frame = frame.dropna(subset=["start_abs"])
     frame["peak"] = _peak_rss(ev, frame, num(a, "peak_rss_bytes")[frame.index])
     frame["start"] = frame["start_abs"] - t0
@@ -109,10 +129,8 @@ def _secs(n: float) -> str:
 def table(head: list[str], rows: list[list[str]], sortable: bool = False) -> str:
     """`rows` hold HTML already escaped (`<td>` included when a cell needs attributes)."""
     th = "".join(f"<th>{e(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return (f'<table{" class=sortable" if sortable else ""}><thead><tr>{th}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")
+    body = "".join("<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table{' class=sortable' if sortable else ''}><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _cell(value: float, shown: str) -> str:
@@ -126,16 +144,21 @@ def summary_metrics(f: pd.DataFrame, stage: str) -> str:
     done = f[(f["stage"] == stage) & (f["outcome"] == "done")]
     if not len(done):
         return '<p class="muted">No finished attempts yet.</p>'
-    metrics = [("duration", done["secs"], _secs), ("items", done["items"], _count),
-               ("bytes", done["bytes"], size), ("peak memory (RSS)", done["peak"], size)]
+    metrics = [
+        ("duration", done["secs"], _secs),
+        ("items", done["items"], _count),
+        ("bytes", done["bytes"], size),
+        ("peak memory (RSS)", done["peak"], size),
+    ]
     rows = []
     for name, values, fmt in metrics:
         v = values.to_numpy(float)
         v = v[~np.isnan(v)]
         shown = [fmt(float(np.percentile(v, q))) if len(v) else "-" for _, q in QUANTILES]
         rows.append([e(name), *(f'<td class="n">{e(x)}</td>' for x in shown)])
-    return (f"<h3>Summary metrics over {len(done):,} finished attempts</h3>"
-            + table(["metric", *(q for q, _ in QUANTILES)], rows))
+    return f"<h3>Summary metrics over {len(done):,} finished attempts</h3>" + table(
+        ["metric", *(q for q, _ in QUANTILES)], rows
+    )
 
 
 def attempt_table(f: pd.DataFrame, flagged: set[tuple[str, int]]) -> str:
@@ -147,15 +170,41 @@ def attempt_table(f: pd.DataFrame, flagged: set[tuple[str, int]]) -> str:
     rank = (f["outcome"] == "done").astype(int) - hot.astype(int)
     shown = f.assign(rank=rank).sort_values(["rank", "secs"], ascending=[True, False], kind="stable")
     shown = shown.head(ATTEMPT_ROWS)
-    note = (f'<p class="muted">{len(shown):,} of {len(f):,} attempts shown: failed, unfinished and flagged ones '
-            "first, then the longest.</p>" if len(shown) < len(f) else "")
-    rows = [[e(r.stage), _cell(r.shard, _count(r.shard)), _cell(r.attempt + 1, f"{r.attempt + 1:.0f}"), e(r.worker),
-             f'<td data-v="{e(OUTCOMES[r.outcome][0])}">{e(OUTCOMES[r.outcome][0])}</td>',
-             _cell(r.start, f"{r.start:,.1f}"), _cell(r.secs, f"{r.secs:,.1f}"), _cell(r.items, _count(r.items)),
-             _cell(r.bytes, size(r.bytes)), _cell(r.peak, size(r.peak)), e(r.error or "")]
-            for r in shown.itertuples()]
-    head = ["stage", "shard", "attempt", "worker", "outcome", "start (s)", "seconds", "items", "bytes", "peak RSS",
-            "error"]
+    note = (
+        f'<p class="muted">{len(shown):,} of {len(f):,} attempts shown: failed, unfinished and flagged ones '
+        "first, then the longest.</p>"
+        if len(shown) < len(f)
+        else ""
+    )
+    rows = [
+        [
+            e(r.stage),
+            _cell(r.shard, _count(r.shard)),
+            _cell(r.attempt + 1, f"{r.attempt + 1:.0f}"),
+            e(r.worker),
+            f'<td data-v="{e(OUTCOMES[r.outcome][0])}">{e(OUTCOMES[r.outcome][0])}</td>',
+            _cell(r.start, f"{r.start:,.1f}"),
+            _cell(r.secs, f"{r.secs:,.1f}"),
+            _cell(r.items, _count(r.items)),
+            _cell(r.bytes, size(r.bytes)),
+            _cell(r.peak, size(r.peak)),
+            e(r.error or ""),
+        ]
+        for r in shown.itertuples()
+    ]
+    head = [
+        "stage",
+        "shard",
+        "attempt",
+        "worker",
+        "outcome",
+        "start (s)",
+        "seconds",
+        "items",
+        "bytes",
+        "peak RSS",
+        "error",
+    ]
     return note + f'<div class="scroll" id="attempts">{table(head, rows, sortable=True)}</div>'
 
 
@@ -164,8 +213,9 @@ def worker_totals(ev: Evidence, f: pd.DataFrame) -> str:
     if not len(f):
         return '<p class="muted">No attempts.</p>'
     g = f.assign(ok=f["outcome"] == "done", bad=f["outcome"].isin(FAILED)).groupby("worker")
-    totals = pd.DataFrame({"done": g["ok"].sum(), "failed": g["bad"].sum(), "busy": g["secs"].sum(),
-                           "peak": g["peak"].max()})
+    totals = pd.DataFrame(
+        {"done": g["ok"].sum(), "failed": g["bad"].sum(), "busy": g["secs"].sum(), "peak": g["peak"].max()}
+    )
     s = ev.samples
     if len(s):
         beat = pd.concat([num(s, "rss_bytes"), num(s, "rss_peak_bytes")], axis=1).max(axis=1)
@@ -173,9 +223,20 @@ def worker_totals(ev: Evidence, f: pd.DataFrame) -> str:
     state = ev.workers.set_index(ev.workers["worker"].astype(str))["state"] if len(ev.workers) else pd.Series()
     totals = totals.sort_values("busy", ascending=False, kind="stable")
     shown = totals.head(WORKER_ROWS)
-    note = (f'<p class="muted">the {len(shown):,} busiest of {len(totals):,} workers</p>'
-            if len(shown) < len(totals) else "")
-    rows = [[e(w), e(state.get(w, "-")), _cell(r.done, f"{r.done:,.0f}"), _cell(r.failed, f"{r.failed:,.0f}"),
-             _cell(r.busy, _secs(r.busy)), _cell(r.peak, size(r.peak))] for w, r in shown.iterrows()]
-    return note + table(["worker", "state", "shards done", "failed attempts", "busy", "peak RSS"], rows,
-                        sortable=True)
+    note = (
+        f'<p class="muted">the {len(shown):,} busiest of {len(totals):,} workers</p>'
+        if len(shown) < len(totals)
+        else ""
+    )
+    rows = [
+        [
+            e(w),
+            e(state.get(w, "-")),
+            _cell(r.done, f"{r.done:,.0f}"),
+            _cell(r.failed, f"{r.failed:,.0f}"),
+            _cell(r.busy, _secs(r.busy)),
+            _cell(r.peak, size(r.peak)),
+        ]
+        for w, r in shown.iterrows()
+    ]
+    return note + table(["worker", "state", "shards done", "failed attempts", "busy", "peak RSS"], rows, sortable=True)

@@ -14,11 +14,12 @@ NAMED = 3
 def counts_line(a: Analysis) -> str:
     """`stage: 3/4 complete, 1 in-flight, 0 queued, 5 retries; workers 3 alive, 1 dead; …`."""
     p, pool = a.progress, a.pool
-    when_line = (f"ended {when(p.ended_at)}" if p.done else
-                 f"last progress {duration(p.since_progress_s)} ago")
-    return (f"{clean(p.stage)}: {p.completed}/{p.total} complete, {p.in_flight} in-flight, {p.queue_depth} "
-            f"queued; {p.retries_total} retried attempt(s); workers {pool.alive} alive, {pool.dead} dead "
-            f"({pool.counted_from}); {when_line}")
+    when_line = f"ended {when(p.ended_at)}" if p.done else f"last progress {duration(p.since_progress_s)} ago"
+    return (
+        f"{clean(p.stage)}: {p.completed}/{p.total} complete, {p.in_flight} in-flight, {p.queue_depth} "
+        f"queued; {p.retries_total} retried attempt(s); workers {pool.alive} alive, {pool.dead} dead "
+        f"({pool.counted_from}); {when_line}"
+    )
 
 
 def render(a: Analysis) -> None:

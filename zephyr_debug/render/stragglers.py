@@ -19,20 +19,31 @@ def stages_table(a: Analysis) -> Table:
     for col in ("stage", "done", "running", "median", "p99", "outlier >", "wall"):
         table.add_column(col, justify="left" if col == "stage" else "right")
     for s in a.stages:
-        table.add_row(clean(s.stage), f"{s.done}/{s.total}", str(s.running), duration(s.median_s),
-                      duration(s.p99_s), duration(s.cut_s), duration(s.wall_s))
+        table.add_row(
+            clean(s.stage),
+            f"{s.done}/{s.total}",
+            str(s.running),
+            duration(s.median_s),
+            duration(s.p99_s),
+            duration(s.cut_s),
+            duration(s.wall_s),
+        )
     return table
 
 
 def tail_table(tail: tuple[Episode, ...]) -> Table:
-    table = Table(title="tail episodes (in flight > 0, queue empty)", box=None, pad_edge=False,
-                  title_justify="left")
+    table = Table(title="tail episodes (in flight > 0, queue empty)", box=None, pad_edge=False, title_justify="left")
     for col in ("stage", "duration", "of stage", "in flight", "shards"):
         table.add_column(col, overflow="fold")
     for t in tail:
         more = f" (+{t.n_shards - len(t.shards)})" if t.n_shards > len(t.shards) else ""
-        table.add_row(clean(t.stage), duration(t.duration_s) + (" (ongoing)" if t.ongoing else ""),
-                      _pct(t.share), str(t.in_flight), ", ".join(map(str, t.shards)) + more)
+        table.add_row(
+            clean(t.stage),
+            duration(t.duration_s) + (" (ongoing)" if t.ongoing else ""),
+            _pct(t.share),
+            str(t.in_flight),
+            ", ".join(map(str, t.shards)) + more,
+        )
     return table
 
 
@@ -45,8 +56,10 @@ def render(a: Analysis) -> None:
         con.print(tail_table(a.tail))
     found = [f for f in a.problems if f.stage is not None]
     if not found:
-        con.print("[green]No stragglers:[/] no shard held its stage up, is stuck, failing repeatedly or held by a "
-                  "dead worker.")
+        con.print(
+            "[green]No stragglers:[/] no shard held its stage up, is stuck, failing repeatedly or held by a "
+            "dead worker."
+        )
         return
     con.print(f"[bold]{len(found)} finding(s)[/]")
     for f in found:

@@ -29,8 +29,10 @@ def screen(snap: Snapshot, live: bool = True) -> Panel:
     style = STATE_STYLE.get(a.state, "white")
     head = Text.from_markup(f"[bold]{clean(a.job)}[/]  [{style}]{a.state}[/]  {counts_line(a)}")
     bar = Table.grid(padding=(0, 1))
-    bar.add_row(ProgressBar(total=max(p.total, 1), completed=p.completed, width=40),
-                f"{p.completed}/{p.total} of {clean(p.stage)}")
+    bar.add_row(
+        ProgressBar(total=max(p.total, 1), completed=p.completed, width=40),
+        f"{p.completed}/{p.total} of {clean(p.stage)}",
+    )
     parts = [head, bar, Text.from_markup(f"[bold]{clean(a.headline)}[/]")]
     if a.tail:
         parts.append(tail_table(a.tail[-3:]))
@@ -41,8 +43,11 @@ def screen(snap: Snapshot, live: bool = True) -> Panel:
         parts.append(workers_view.table(snap.workers, f"top workers by {snap.workers['sort']}"))
     if snap.failures:
         parts.append(_failures(snap.failures))
-    return Panel(Group(*parts), title=f"zdebug watch {clean(a.source)}",
-                 subtitle=when(snap.now) + (f" · every {snap.interval_s:g}s · Ctrl-C to quit" if live else ""))
+    return Panel(
+        Group(*parts),
+        title=f"zdebug watch {clean(a.source)}",
+        subtitle=when(snap.now) + (f" · every {snap.interval_s:g}s · Ctrl-C to quit" if live else ""),
+    )
 
 
 def _failures(failures: list[dict]) -> Table:

@@ -27,9 +27,14 @@ def table(report: dict, title: str | None = None) -> Table:
     for w in report["workers"]:
         style = STATE_STYLE.get(w["state"], "")
         cells = [f"[bold red]{_num(w[c])} ![/]" if c in w["outliers"] else _num(w[c]) for c in COLUMNS]
-        t.add_row(clean(w["worker"]), f"[{style}]{clean(w['state'])}[/]" if style else clean(w["state"]),
-                  duration(w["last_seen_ago"]) + " ago", *cells, ", ".join(map(str, w["shards_held"])) or "-",
-                  str(w["shards_done"]))
+        t.add_row(
+            clean(w["worker"]),
+            f"[{style}]{clean(w['state'])}[/]" if style else clean(w["state"]),
+            duration(w["last_seen_ago"]) + " ago",
+            *cells,
+            ", ".join(map(str, w["shards_held"])) or "-",
+            str(w["shards_done"]),
+        )
     return t
 
 
@@ -38,5 +43,10 @@ def render(report: dict) -> None:
     if not report["workers"]:
         con.print("no workers in the evidence")
         return
-    con.print(table(report, f"workers of {clean(report['job'])} by {report['sort']} "
-                            "(! = outlier, modified z-score > 3.5 over median/MAD)"))
+    con.print(
+        table(
+            report,
+            f"workers of {clean(report['job'])} by {report['sort']} "
+            "(! = outlier, modified z-score > 3.5 over median/MAD)",
+        )
+    )

@@ -13,8 +13,7 @@ from pathlib import Path
 from zephyr_debug import jobstore
 from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import Evidence
-from zephyr_debug.sources import evidencedir
-from zephyr_debug.sources import finelog, iris, jobdir, live, prometheus
+from zephyr_debug.sources import evidencedir, finelog, iris, jobdir, live, prometheus
 
 # Loaders for evidence that is not a job dir (real Zephyr/Iris output, ...): tried in order.
 FILE_LOADERS: list[Callable[[Path], Evidence | None]] = [evidencedir.load]

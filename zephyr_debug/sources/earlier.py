@@ -29,8 +29,11 @@ def runs(ev: Evidence, limit: int = LIMIT):
     me = _identity(path)
     if me is None:
         return []
-    earlier = [p for p in jobstore.list_jobs(path.parent)
-               if p.name != path.name and (i := _identity(p)) is not None and i[0] == me[0] and i[1] < me[1]]
+    earlier = [
+        p
+        for p in jobstore.list_jobs(path.parent)
+        if p.name != path.name and (i := _identity(p)) is not None and i[0] == me[0] and i[1] < me[1]
+    ]
     earlier.sort(key=lambda p: _identity(p)[1])  # type: ignore[index]
     out = []
     for p in reversed(earlier[-limit:]):
@@ -63,8 +66,9 @@ def _read_identity(path: str, _mtime: int, _size: int) -> tuple[str, float] | No
     if not isinstance(first, dict) or first.get("type") != "job_start" or not isinstance(first.get("ts"), (int, float)):
         return None
     name = _STAMP_RE.sub("", str(first.get("execution_id", "")))
-    key = json.dumps([name, first.get("stages"), first.get("workers"), first.get("runner")], sort_keys=True,
-                     default=str)
+    key = json.dumps(
+        [name, first.get("stages"), first.get("workers"), first.get("runner")], sort_keys=True, default=str
+    )
     return key, float(first["ts"])
 
 

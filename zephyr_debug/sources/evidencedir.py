@@ -142,12 +142,26 @@ def _overlay_status(ev: Evidence, status: JobStatus, file: Path) -> None:
         ev.state = "succeeded" if status.done and status.completed >= status.total else "running"
     states = [w.get("state") for w in status.workers.values()]
     alive = sum(s in ALIVE_STATES for s in states)
-    row = {"ts": ev.now, "stage": status.stage, "completed": status.completed, "total": status.total,
-           "in_flight": status.in_flight, "queue_depth": status.queue_depth, "retries": status.retries,
-           "alive": alive, "registered": len(states), "dead": len(states) - alive}
+    row = {
+        "ts": ev.now,
+        "stage": status.stage,
+        "completed": status.completed,
+        "total": status.total,
+        "in_flight": status.in_flight,
+        "queue_depth": status.queue_depth,
+        "retries": status.retries,
+        "alive": alive,
+        "registered": len(states),
+        "dead": len(states) - alive,
+    }
     ev.status = frame(ev.status.to_dict("records") + [row], STATUS_COLUMNS + ["items"])
-    live = frame([{"worker": wid, "state": w.get("state"), "last_seen_ago": w.get("last_seen_ago")}
-                  for wid, w in status.workers.items()], WORKER_COLUMNS)
+    live = frame(
+        [
+            {"worker": wid, "state": w.get("state"), "last_seen_ago": w.get("last_seen_ago")}
+            for wid, w in status.workers.items()
+        ],
+        WORKER_COLUMNS,
+    )
     ev.workers = _merge_workers(ev.workers, live)
 
 
@@ -165,5 +179,8 @@ def _merge_workers(base: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
     merged = merged.astype(object)
     merged.update(update.astype(object))
     new = update.loc[~update.index.isin(merged.index)]
-    return pd.concat([merged, new]).reset_index().reindex(columns=list(dict.fromkeys(
-        list(base.columns) + list(extra.columns))))
+    return (
+        pd.concat([merged, new])
+        .reset_index()
+        .reindex(columns=list(dict.fromkeys(list(base.columns) + list(extra.columns))))
+    )

@@ -37,14 +37,45 @@ WORKER_TABLE, STAGE_TABLE = "zephyr.worker", "zephyr.stage"  # Zephyr's namespac
 STATUSES = ("START", "RUNNING", "END", "FAILED")  # ZephyrWorkerStatStatus
 START, RUNNING, END, FAILED = range(len(STATUSES))  # as decoded here
 # zephyr.worker column -> our name; what the analysis needs, nothing more.
-WORKER_FIELDS = {"stage_name": "stage", "shard_idx": "shard", "status": "status", "ts": "ts", "items": "items",
-                 "bytes_processed": "bytes", "cpu_time_total": "cpu_time_s", "cpu_current_pct": "cpu_pct",
-                 "mem_current_bytes": "rss_bytes", "mem_peak_bytes": "rss_peak_bytes"}
-STAGE_FIELDS = {"stage_name": "stage", "status": "status", "ts": "ts", "elapsed": "elapsed_s", "items": "items",
-                "bytes_processed": "bytes", "total_shards": "total_shards", "cpu_time_total": "cpu_time_s",
-                "cpu_pct_avg": "cpu_pct_avg", "mem_bytes_avg": "mem_avg_bytes", "mem_peak_bytes_max": "mem_peak_bytes"}
-NUMERIC = ("shard", "items", "bytes", "cpu_time_s", "cpu_pct", "rss_bytes", "rss_peak_bytes", "elapsed_s",
-           "total_shards", "cpu_pct_avg", "mem_avg_bytes", "mem_peak_bytes")
+WORKER_FIELDS = {
+    "stage_name": "stage",
+    "shard_idx": "shard",
+    "status": "status",
+    "ts": "ts",
+    "items": "items",
+    "bytes_processed": "bytes",
+    "cpu_time_total": "cpu_time_s",
+    "cpu_current_pct": "cpu_pct",
+    "mem_current_bytes": "rss_bytes",
+    "mem_peak_bytes": "rss_peak_bytes",
+}
+STAGE_FIELDS = {
+    "stage_name": "stage",
+    "status": "status",
+    "ts": "ts",
+    "elapsed": "elapsed_s",
+    "items": "items",
+    "bytes_processed": "bytes",
+    "total_shards": "total_shards",
+    "cpu_time_total": "cpu_time_s",
+    "cpu_pct_avg": "cpu_pct_avg",
+    "mem_bytes_avg": "mem_avg_bytes",
+    "mem_peak_bytes_max": "mem_peak_bytes",
+}
+NUMERIC = (
+    "shard",
+    "items",
+    "bytes",
+    "cpu_time_s",
+    "cpu_pct",
+    "rss_bytes",
+    "rss_peak_bytes",
+    "elapsed_s",
+    "total_shards",
+    "cpu_pct_avg",
+    "mem_avg_bytes",
+    "mem_peak_bytes",
+)
 # Zero in these = not sampled: this release's inline runner samples in a thread that does not
 # see the shard's counters, so its RUNNING rows carry 0 (END rows are sampled in the shard's own).
 RESOURCES = ("cpu_time_s", "cpu_pct", "rss_bytes", "rss_peak_bytes")
@@ -62,7 +93,7 @@ def is_target(target: str) -> bool:
 
 def parse(target: str) -> tuple[str, str]:
     """`finelog://HOST:PORT/<execution_id>` -> (`http://HOST:PORT`, execution id)."""
-    rest = target[len(SCHEME):]
+    rest = target[len(SCHEME) :]
     host, _, execution_id = rest.partition("/")
     if not host or not execution_id:
         raise UsageError(f"{target}: expected finelog://HOST:PORT/<execution_id>")
@@ -106,8 +137,7 @@ def fetch(url: str, execution_id: str, deadline_s: float = DEADLINE_S) -> Rows:
     finally:
         client.close()
     if not worker.num_rows:
-        raise EvidenceError(f"{url}: no {WORKER_TABLE} rows for execution {execution_id}"
-                            f"{_known_executions(url)}")
+        raise EvidenceError(f"{url}: no {WORKER_TABLE} rows for execution {execution_id}{_known_executions(url)}")
     return Rows(url, execution_id, worker, stage, warnings)
 
 
@@ -121,8 +151,9 @@ def _client(url: str):
     return LogClient.connect(url, timeout_ms=REQUEST_TIMEOUT_MS)
 
 
-def _read(client, url: str, table: str, fields: dict[str, str], execution_id: str, deadline: float,
-          warnings: list[str]) -> pa.Table:
+def _read(
+    client, url: str, table: str, fields: dict[str, str], execution_id: str, deadline: float, warnings: list[str]
+) -> pa.Table:
     """The rows of `table` for one execution, the columns of `fields` it has, in ranges of `seq`
     holding about PAGE_ROWS rows each, FETCH_THREADS at a time (a range the server finds too big
     for one reply is halved)."""
@@ -139,9 +170,15 @@ def _read(client, url: str, table: str, fields: dict[str, str], execution_id: st
         warnings.append(f"{url}: {table} lacks column(s) {', '.join(missing)}: left empty")
     cols = ", ".join(["seq", *(f'"{c}"' for c in fields if c in have)])
     select = f"SELECT {cols} FROM \"{table}\" WHERE execution_id = '{execution_id}'"
-    lo, hi, count = (c[0].as_py() for c in _query(
-        client, url, f"SELECT min(seq), max(seq), count(*) FROM \"{table}\" WHERE execution_id = '{execution_id}'",
-        deadline).columns)
+    lo, hi, count = (
+        c[0].as_py()
+        for c in _query(
+            client,
+            url,
+            f"SELECT min(seq), max(seq), count(*) FROM \"{table}\" WHERE execution_id = '{execution_id}'",
+            deadline,
+        ).columns
+    )
     if not count:
         return _query(client, url, f"{select} LIMIT 0", deadline)
     width = math.ceil((hi - lo + 1) / math.ceil(count / PAGE_ROWS))
@@ -282,8 +319,7 @@ def to_evidence(rows: Rows) -> Evidence:
     order = np.lexsort((w["seq"], w["ts"], w["shard"], w["stage"]))  # only the keys are reordered
     n = len(order)
     status, ts, stage_code, shard = (w[c][order] for c in ("status", "ts", "stage", "shard"))
-    new_shard = np.r_[True, (stage_code[1:] != stage_code[:-1]) | (shard[1:] != shard[:-1])] if n else \
-        np.zeros(0, bool)
+    new_shard = np.r_[True, (stage_code[1:] != stage_code[:-1]) | (shard[1:] != shard[:-1])] if n else np.zeros(0, bool)
     # Attempt n of a shard = its rows from its n-th START on (rows before any START: attempt 0).
     serial = np.cumsum((status == START) | new_shard) - 1
     attempt = serial - np.maximum.accumulate(np.where(new_shard, serial, 0))
@@ -292,20 +328,38 @@ def to_evidence(rows: Rows) -> Evidence:
     last_status = status[lasts]
     start_ts, end_ts = ts[firsts], np.where(np.isin(last_status, (END, FAILED)), ts[lasts], np.nan)
     outcome = np.where(last_status == END, "done", np.where(last_status == FAILED, "failed", "running"))
-    attempts = pd.DataFrame({
-        "stage": stage_names[stage_code[firsts]], "shard": shard[firsts], "attempt": attempt[firsts].astype(float),
-        "worker": None, "start_ts": start_ts, "end_ts": end_ts, "outcome": outcome.astype(object),
-        "kind": np.where(last_status == FAILED, TASK, None).astype(object), "elapsed_s": end_ts - start_ts,
-        "items": w["items"][order[lasts]], "bytes": w["bytes"][order[lasts]],
-        "peak_rss_bytes": np.fmax.reduceat(w["rss_peak_bytes"][order], firsts) if n else np.zeros(0),
-        "cpu_time_s": w["cpu_time_s"][order[lasts]]}).reindex(columns=ATTEMPT_COLUMNS)
+    attempts = pd.DataFrame(
+        {
+            "stage": stage_names[stage_code[firsts]],
+            "shard": shard[firsts],
+            "attempt": attempt[firsts].astype(float),
+            "worker": None,
+            "start_ts": start_ts,
+            "end_ts": end_ts,
+            "outcome": outcome.astype(object),
+            "kind": np.where(last_status == FAILED, TASK, None).astype(object),
+            "elapsed_s": end_ts - start_ts,
+            "items": w["items"][order[lasts]],
+            "bytes": w["bytes"][order[lasts]],
+            "peak_rss_bytes": np.fmax.reduceat(w["rss_peak_bytes"][order], firsts) if n else np.zeros(0),
+            "cpu_time_s": w["cpu_time_s"][order[lasts]],
+        }
+    ).reindex(columns=ATTEMPT_COLUMNS)
     for col in ("stage", "worker", "outcome", "kind", "error", "crash_file"):
         attempts[col] = attempts[col].astype(object)
     running = w["status"] == RUNNING  # samples keep the server's (seq) order
-    samples = pd.DataFrame({c: w[c][running] if c in w else np.full(int(running.sum()), np.nan)
-                            for c in SAMPLE_COLUMNS if c not in ("worker", "stage")})
-    samples.insert(SAMPLE_COLUMNS.index("stage") - 1, "stage",
-                   pd.Series(stage_names[w["stage"][running]], index=samples.index, dtype=object))
+    samples = pd.DataFrame(
+        {
+            c: w[c][running] if c in w else np.full(int(running.sum()), np.nan)
+            for c in SAMPLE_COLUMNS
+            if c not in ("worker", "stage")
+        }
+    )
+    samples.insert(
+        SAMPLE_COLUMNS.index("stage") - 1,
+        "stage",
+        pd.Series(stage_names[w["stage"][running]], index=samples.index, dtype=object),
+    )
     samples.insert(SAMPLE_COLUMNS.index("worker"), "worker", pd.Series(None, index=samples.index, dtype=object))
     last_ts = float(ts.max()) if n else float("nan")
     stage_end = float(st["ts"].max()) if len(st) else float("nan")
@@ -320,9 +374,17 @@ def to_evidence(rows: Rows) -> Evidence:
         state = "succeeded"
     else:
         state = "unknown"
-    ev = Evidence(job=rows.execution_id, source=f"{SCHEME}{rows.url.split('://', 1)[1]}/{rows.execution_id}",
-                  now=time.time() if live else last, state=state, attempts=attempts, samples=samples,
-                  stages=_stages(attempts, st), warnings=warnings, provenance=[PROVENANCE])
+    ev = Evidence(
+        job=rows.execution_id,
+        source=f"{SCHEME}{rows.url.split('://', 1)[1]}/{rows.execution_id}",
+        now=time.time() if live else last,
+        state=state,
+        attempts=attempts,
+        samples=samples,
+        stages=_stages(attempts, st),
+        warnings=warnings,
+        provenance=[PROVENANCE],
+    )
     interval = _sample_interval(ts[status == RUNNING], np.cumsum(new_shard)[status == RUNNING])
     if interval:
         ev.config["heartbeat_interval"] = interval
@@ -371,12 +433,19 @@ def _stages(attempts: pd.DataFrame, st: pd.DataFrame) -> list[StageInfo]:
     for i, name in enumerate(sorted(names, key=order)):
         row = rows.loc[name] if rows is not None and name in rows.index else None
         total = row["total_shards"] if row is not None and row["total_shards"] == row["total_shards"] else None
-        info = StageInfo(name=name, index=i, total=int(total if total is not None else shards.get(name, 0)),
-                         start_ts=_float(first.get(name)))
+        info = StageInfo(
+            name=name,
+            index=i,
+            total=int(total if total is not None else shards.get(name, 0)),
+            start_ts=_float(first.get(name)),
+        )
         if row is not None:
             info.end_ts = _float(row["ts"]) if row["status"] == STATUSES[END] else None
-            info.totals = {k: float(row[k]) for k in STAGE_FIELDS.values()
-                           if k not in ("stage", "status", "ts") and row[k] == row[k]}
+            info.totals = {
+                k: float(row[k])
+                for k in STAGE_FIELDS.values()
+                if k not in ("stage", "status", "ts") and row[k] == row[k]
+            }
             if info.start_ts is None and info.end_ts is not None and "elapsed_s" in info.totals:
                 info.start_ts = info.end_ts - info.totals["elapsed_s"]
         out.append(info)
@@ -412,28 +481,44 @@ def attach(ev: Evidence, tel: Evidence) -> Evidence:
     import pandas as pd
 
     if not len(ev.attempts):
-        ev.attempts, ev.samples = tel.attempts, pd.concat([ev.samples, tel.samples], ignore_index=True) \
-            if len(ev.samples) else tel.samples
+        ev.attempts, ev.samples = (
+            tel.attempts,
+            pd.concat([ev.samples, tel.samples], ignore_index=True) if len(ev.samples) else tel.samples,
+        )
         matched = pd.Series(dtype=bool)
     else:
         a = ev.attempts.reset_index(drop=True)
         t = tel.attempts.reset_index(drop=True)
-        left = pd.DataFrame({"stage": t["stage"].astype(object), "shard": t["shard"].astype(float),
-                             "ts": t["start_ts"].astype(float), "t": np.arange(len(t)),
-                             "attempt": t["attempt"].astype(float)})
-        right = pd.DataFrame({"stage": a["stage"].astype(object),
-                              "shard": pd.to_numeric(a["shard"], errors="coerce").astype(float),
-                              "ts": pd.to_numeric(a["start_ts"], errors="coerce") - MATCH_SLACK_S,
-                              "end": pd.to_numeric(a["end_ts"], errors="coerce") + MATCH_SLACK_S,
-                              "a": np.arange(len(a)), "attempt": pd.to_numeric(a["attempt"], errors="coerce")
-                              }).dropna(subset=["shard", "ts"])
+        left = pd.DataFrame(
+            {
+                "stage": t["stage"].astype(object),
+                "shard": t["shard"].astype(float),
+                "ts": t["start_ts"].astype(float),
+                "t": np.arange(len(t)),
+                "attempt": t["attempt"].astype(float),
+            }
+        )
+        right = pd.DataFrame(
+            {
+                "stage": a["stage"].astype(object),
+                "shard": pd.to_numeric(a["shard"], errors="coerce").astype(float),
+                "ts": pd.to_numeric(a["start_ts"], errors="coerce") - MATCH_SLACK_S,
+                "end": pd.to_numeric(a["end_ts"], errors="coerce") + MATCH_SLACK_S,
+                "a": np.arange(len(a)),
+                "attempt": pd.to_numeric(a["attempt"], errors="coerce"),
+            }
+        ).dropna(subset=["shard", "ts"])
         # The same attempt number first: a fast-failing attempt's START row comes seconds after the
         # log's `Executing` line, inside the next attempt's span. Then time alone, for the rest.
         same = left.merge(right, on=["stage", "shard", "attempt"], suffixes=("", "_a"))
         same = same[(same["ts"] >= same["ts_a"]) & ~(same["ts"] > same["end"])].drop_duplicates("a")
-        rest = pd.merge_asof(left[~left["t"].isin(same["t"])].drop(columns="attempt").sort_values("ts"),
-                             right[~right["a"].isin(same["a"])].drop(columns="attempt").sort_values("ts"),
-                             on="ts", by=["stage", "shard"], direction="backward")
+        rest = pd.merge_asof(
+            left[~left["t"].isin(same["t"])].drop(columns="attempt").sort_values("ts"),
+            right[~right["a"].isin(same["a"])].drop(columns="attempt").sort_values("ts"),
+            on="ts",
+            by=["stage", "shard"],
+            direction="backward",
+        )
         rest = rest[rest["a"].notna() & ~(rest["ts"] > rest["end"])]
         pairs = pd.concat([same[["t", "a"]], rest[["t", "a"]]]).drop_duplicates("a")  # one per log attempt
         ai, ti = pairs["a"].to_numpy(dtype=int), pairs["t"].to_numpy(dtype=int)
@@ -449,18 +534,27 @@ def attach(ev: Evidence, tel: Evidence) -> Evidence:
         matched[ti] = True
         unmatched = int((~matched & ~new).sum())
         if unmatched:
-            ev.warnings.append(f"{tel.source}: {unmatched} telemetry attempt(s) match no attempt of "
-                               f"{ev.source} in time; their numbers were left out")
+            ev.warnings.append(
+                f"{tel.source}: {unmatched} telemetry attempt(s) match no attempt of "
+                f"{ev.source} in time; their numbers were left out"
+            )
         ev.attempts = pd.concat([a, t[new]], ignore_index=True) if new.any() else a
         # The samples of a matched attempt get its worker.
         s = tel.samples
-        worker_of = pd.Series(a["worker"].to_numpy(dtype=object)[ai],
-                              index=pd.MultiIndex.from_arrays([t["stage"].to_numpy(dtype=object)[ti],
-                                                               t["shard"].to_numpy(dtype=float)[ti],
-                                                               t["attempt"].to_numpy(dtype=float)[ti]]))
+        worker_of = pd.Series(
+            a["worker"].to_numpy(dtype=object)[ai],
+            index=pd.MultiIndex.from_arrays(
+                [
+                    t["stage"].to_numpy(dtype=object)[ti],
+                    t["shard"].to_numpy(dtype=float)[ti],
+                    t["attempt"].to_numpy(dtype=float)[ti],
+                ]
+            ),
+        )
         s_attempt = _sample_attempts(s, t)
-        at = worker_of.index.get_indexer(pd.MultiIndex.from_arrays([s["stage"].to_numpy(dtype=object),
-                                                                    s["shard"].to_numpy(dtype=float), s_attempt]))
+        at = worker_of.index.get_indexer(
+            pd.MultiIndex.from_arrays([s["stage"].to_numpy(dtype=object), s["shard"].to_numpy(dtype=float), s_attempt])
+        )
         s = s.copy()
         s["worker"] = np.where(at >= 0, worker_of.to_numpy(dtype=object)[np.maximum(at, 0)], None)
         ev.samples = pd.concat([ev.samples, s], ignore_index=True) if len(ev.samples) else s
@@ -494,10 +588,21 @@ def _sample_attempts(samples: pd.DataFrame, attempts: pd.DataFrame):
 
     if not len(samples):  # an empty side would not infer pandas' str dtype: merge_asof refuses the pair
         return np.zeros(0)
-    left = pd.DataFrame({"stage": samples["stage"].to_numpy(dtype=object), "shard": samples["shard"].to_numpy(float),
-                         "ts": samples["ts"].to_numpy(float), "i": np.arange(len(samples))})
-    right = pd.DataFrame({"stage": attempts["stage"].to_numpy(dtype=object),
-                          "shard": attempts["shard"].to_numpy(float), "ts": attempts["start_ts"].to_numpy(float),
-                          "attempt": attempts["attempt"].to_numpy(float)})
+    left = pd.DataFrame(
+        {
+            "stage": samples["stage"].to_numpy(dtype=object),
+            "shard": samples["shard"].to_numpy(float),
+            "ts": samples["ts"].to_numpy(float),
+            "i": np.arange(len(samples)),
+        }
+    )
+    right = pd.DataFrame(
+        {
+            "stage": attempts["stage"].to_numpy(dtype=object),
+            "shard": attempts["shard"].to_numpy(float),
+            "ts": attempts["start_ts"].to_numpy(float),
+            "attempt": attempts["attempt"].to_numpy(float),
+        }
+    )
     got = pd.merge_asof(left.sort_values("ts"), right.sort_values("ts"), on="ts", by=["stage", "shard"])
     return got.sort_values("i")["attempt"].to_numpy(dtype=float)

@@ -80,8 +80,15 @@ class _Watchdog:
         self.conn.close()
 
 
-def get(url: str, params: dict | None = None, *, timeout: float | None = None, max_bytes: int = MAX_BODY_BYTES,
-        headers: dict[str, str] | None = None, what: str = "server") -> Response:
+def get(
+    url: str,
+    params: dict | None = None,
+    *,
+    timeout: float | None = None,
+    max_bytes: int = MAX_BODY_BYTES,
+    headers: dict[str, str] | None = None,
+    what: str = "server",
+) -> Response:
     """GET `url` (plus `params` as a query) within `timeout` seconds in all; any status."""
     seconds = _deadline_s if timeout is None else timeout
     parts = urlsplit(url)
@@ -104,8 +111,9 @@ def get(url: str, params: dict | None = None, *, timeout: float | None = None, m
             reply = conn.getresponse()
             declared = reply.getheader("Content-Length")
             if declared and declared.isdigit() and int(declared) > max_bytes:
-                raise EvidenceError(f"{url}: {what} answer of {int(declared):,} bytes is over the limit of "
-                                    f"{max_bytes:,}")
+                raise EvidenceError(
+                    f"{url}: {what} answer of {int(declared):,} bytes is over the limit of {max_bytes:,}"
+                )
             chunks = []
             while chunk := reply.read1(CHUNK_BYTES):
                 got += len(chunk)
@@ -126,8 +134,9 @@ def get(url: str, params: dict | None = None, *, timeout: float | None = None, m
 def _explain(url: str, what: str, exc: Exception, seconds: float, got: int, late: bool) -> ZdebugError:
     if late or isinstance(exc, TimeoutError):
         sent = f" (sent {got:,} bytes of its answer)" if got else ""
-        return EvidenceError(f"{url}: {what} did not answer within {seconds:g}s{sent}; "
-                             "--timeout SECONDS to wait longer")
+        return EvidenceError(
+            f"{url}: {what} did not answer within {seconds:g}s{sent}; --timeout SECONDS to wait longer"
+        )
     if isinstance(exc, http.client.IncompleteRead):
         return EvidenceError(f"{url}: {what} closed the connection mid-answer after {got:,} bytes")
     if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):

@@ -24,11 +24,11 @@ def is_target(target: str) -> bool:
 
 def parse_target(target: str) -> tuple[str, str]:
     """`iris://HOST:PORT/user/job` -> (`http://HOST:PORT`, `/user/job`)."""
-    rest = target[len(SCHEME):]
+    rest = target[len(SCHEME) :]
     scheme = "http://"
     for prefix in ("http://", "https://"):
         if rest.startswith(prefix):
-            scheme, rest = prefix, rest[len(prefix):]
+            scheme, rest = prefix, rest[len(prefix) :]
     host, _, job = rest.partition("/")
     if not host or not job.strip("/"):
         raise UsageError(f"{target}: expected iris://HOST:PORT/<job-id>, e.g. iris://127.0.0.1:10000/alice/my-job")
@@ -45,13 +45,17 @@ def load_fetched(target: str) -> tuple[Evidence, iris_snapshot.Fetched]:
     got = iris_snapshot.fetch(url, job)
     now = time.time()
     if not got.coordinator and not any(" zephyr." in e.data or "Zephyr" in e.data for e in got.logs):
-        raise EvidenceError(f"{target}: no Zephyr coordinator in Iris job {job} "
-                          f"(no `-coord` endpoint, no Zephyr lines in {len(got.logs)} log lines)")
+        raise EvidenceError(
+            f"{target}: no Zephyr coordinator in Iris job {job} "
+            f"(no `-coord` endpoint, no Zephyr lines in {len(got.logs)} log lines)"
+        )
     saved = iris_snapshot.save(got, jobstore.home() / "iris")
     ev = evidencedir.load(saved)
     if ev is None or not (ev.stages or ev.live):
-        raise EvidenceError(f"{target}: no Zephyr coordinator in Iris job {job} "
-                          f"(its logs and endpoints hold no Zephyr pipeline; fetched to {saved})")
+        raise EvidenceError(
+            f"{target}: no Zephyr coordinator in Iris job {job} "
+            f"(its logs and endpoints hold no Zephyr pipeline; fetched to {saved})"
+        )
     ev.job = ev.source = target  # `next` commands then point back at the live job
     ev.warnings += got.warnings
     if not got.coordinator:

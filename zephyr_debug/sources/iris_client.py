@@ -36,8 +36,9 @@ class IrisClient:
             from iris.rpc import controller_connect, controller_pb2, job_pb2, worker_connect, worker_pb2
             from iris.rpc.auth import StaticTokenProvider, client_interceptors
         except ImportError as exc:
-            raise ZdebugError(f"iris:// targets need the Iris client ({exc.name} missing): "
-                              "pip install 'zephyr-debug[iris]'") from None
+            raise ZdebugError(
+                f"iris:// targets need the Iris client ({exc.name} missing): pip install 'zephyr-debug[iris]'"
+            ) from None
         for name in ("iris", "finelog", "finelog.client.log_client", "rigging"):  # INFO lines would mix into ours
             logging.getLogger(name).setLevel(logging.WARNING)
         self.url = url
@@ -48,7 +49,8 @@ class IrisClient:
         self.tokens = StaticTokenProvider(credential.token) if credential else None
         self.interceptors = client_interceptors(self.tokens)
         self.controller = controller_connect.ControllerServiceClientSync(
-            url, timeout_ms=self.timeout_ms, interceptors=self.interceptors)
+            url, timeout_ms=self.timeout_ms, interceptors=self.interceptors
+        )
         self.logs_client = LogsClient.remote(url, timeout_ms=self.timeout_ms, token_provider=self.tokens)
 
     def dict(self, message) -> dict:
@@ -64,13 +66,17 @@ class IrisClient:
         code = getattr(exc.code, "name", str(exc.code))
         message = " ".join(str(exc.message or exc).split())
         if code in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
-            return (f"{self.url}: Iris controller requires authentication ({message[:120]}); "
-                    f"run `iris --controller-url {self.url} login`")
+            return (
+                f"{self.url}: Iris controller requires authentication ({message[:120]}); "
+                f"run `iris --controller-url {self.url} login`"
+            )
         if code == "UNAVAILABLE" and ("connect" in message.lower() or "dns" in message.lower()):
             return f"{self.url}: Iris controller unreachable ({message[-80:]})"
         if code == "DEADLINE_EXCEEDED":
-            return (f"{self.url}: Iris controller did not answer {what} within {self.timeout_ms / 1000:g}s "
-                    "(--timeout SECONDS: half of each Iris call's deadline)")
+            return (
+                f"{self.url}: Iris controller did not answer {what} within {self.timeout_ms / 1000:g}s "
+                "(--timeout SECONDS: half of each Iris call's deadline)"
+            )
         if code in ("UNIMPLEMENTED", "NOT_FOUND") and "method" in message.lower():
             return f"{self.url}: not an Iris controller ({what}: {message[:120]})"
         return f"{self.url}: Iris {what} failed: {code.lower()}: {message[:200]}"
@@ -82,8 +88,9 @@ class IrisClient:
         return [j for j in found if j["job_id"] == job or j["job_id"].startswith(job + "/")]
 
     def endpoints(self, job: str) -> list[dict]:
-        reply = self.call("list-endpoints", self.controller.list_endpoints,
-                          self.pb.Controller.ListEndpointsRequest(prefix=job))
+        reply = self.call(
+            "list-endpoints", self.controller.list_endpoints, self.pb.Controller.ListEndpointsRequest(prefix=job)
+        )
         return self.dict(reply).get("endpoints", [])
 
     def tasks(self, job: str) -> list[dict]:
@@ -93,7 +100,8 @@ class IrisClient:
     def worker_usage(self, address: str) -> dict[str, dict]:
         """task id -> resource_usage, from the worker's own list-tasks (`iris rpc worker list-tasks`)."""
         client = self.worker_connect.WorkerServiceClientSync(
-            "http://" + address, timeout_ms=int(WORKER_TIMEOUT_S * 1000), interceptors=self.interceptors)
+            "http://" + address, timeout_ms=int(WORKER_TIMEOUT_S * 1000), interceptors=self.interceptors
+        )
         try:
             reply = self.dict(client.list_tasks(self.worker_pb.Worker.ListTasksRequest()))
         finally:
@@ -115,10 +123,15 @@ class IrisClient:
         from iris.rpc.actor_connect import ActorServiceClientSync
 
         address = ProxyResolver(self.url).resolve(endpoint).first().url
-        client = ActorServiceClientSync(address=address, timeout_ms=self.timeout_ms, accept_compression=[],
-                                        interceptors=self.interceptors)
-        call = actor_pb2.ActorCall(method_name=method, actor_name=endpoint,
-                                   serialized_args=pickle.dumps(()), serialized_kwargs=pickle.dumps({}))
+        client = ActorServiceClientSync(
+            address=address, timeout_ms=self.timeout_ms, accept_compression=[], interceptors=self.interceptors
+        )
+        call = actor_pb2.ActorCall(
+            method_name=method,
+            actor_name=endpoint,
+            serialized_args=pickle.dumps(()),
+            serialized_kwargs=pickle.dumps({}),
+        )
         try:
             reply = client.call(call)
         except self.ConnectError as exc:
@@ -131,10 +144,12 @@ class IrisClient:
 
     def profile(self, task: str, duration: int) -> bytes:
         cpu = self.job_pb.CpuProfile(format=self.job_pb.CpuProfile.SPEEDSCOPE, rate_hz=PROFILE_RATE_HZ)
-        request = self.job_pb.ProfileTaskRequest(target=task, duration_seconds=duration,
-                                                 profile_type=self.job_pb.ProfileType(cpu=cpu))
-        reply = self.call("profile-task", self.controller.profile_task, request,
-                          timeout_ms=duration * 1000 + self.timeout_ms)
+        request = self.job_pb.ProfileTaskRequest(
+            target=task, duration_seconds=duration, profile_type=self.job_pb.ProfileType(cpu=cpu)
+        )
+        reply = self.call(
+            "profile-task", self.controller.profile_task, request, timeout_ms=duration * 1000 + self.timeout_ms
+        )
         if reply.error:
             raise EvidenceError(f"{self.url}: Iris could not profile {task}: {' '.join(reply.error.split())[:200]}")
         return reply.profile_data

@@ -130,7 +130,9 @@ def _read(files: list[Path]) -> finelog.Rows | None:
         return None
     meta = worker.schema.metadata or {}
     if _META_EXEC not in meta or "seq" not in worker.column_names:
-        raise EvidenceError(f"{files[0].parent / FILES['worker']}:1: not a zdebug finelog snapshot "
-                            "(no execution id / seq)")
-    return finelog.Rows(meta.get(_META_URL, b"").decode(), meta[_META_EXEC].decode(), worker,
-                        tables.get(FILES["stage"]), [])
+        raise EvidenceError(
+            f"{files[0].parent / FILES['worker']}:1: not a zdebug finelog snapshot (no execution id / seq)"
+        )
+    return finelog.Rows(
+        meta.get(_META_URL, b"").decode(), meta[_META_EXEC].decode(), worker, tables.get(FILES["stage"]), []
+    )

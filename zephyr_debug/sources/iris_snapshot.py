@@ -58,10 +58,18 @@ class Fetched:
     def worker_ids(self) -> dict[str, str]:
         """Iris task id -> Zephyr worker id base: the actor endpoint's last component, or, once the
         task finished and its endpoint is gone, fray's actor naming `<group job>-<task index>`."""
-        ids = {t["task_id"]: "-".join(t["task_id"].rsplit("/", 2)[-2:]) for t in self.tasks
-               if WORKER_TASK_RE.search(t["task_id"])}
-        ids.update({e["task_id"]: e["name"].rsplit("/", 1)[-1] for e in self.endpoints
-                    if e.get("task_id") and not COORDINATOR_RE.search(e["name"])})
+        ids = {
+            t["task_id"]: "-".join(t["task_id"].rsplit("/", 2)[-2:])
+            for t in self.tasks
+            if WORKER_TASK_RE.search(t["task_id"])
+        }
+        ids.update(
+            {
+                e["task_id"]: e["name"].rsplit("/", 1)[-1]
+                for e in self.endpoints
+                if e.get("task_id") and not COORDINATOR_RE.search(e["name"])
+            }
+        )
         return ids
 
 
@@ -78,8 +86,11 @@ def fetch(url: str, job: str) -> Fetched:
     got.endpoints = iris.endpoints(job)
     with ThreadPoolExecutor(max_workers=4) as pool:
         logs = pool.submit(iris.logs, job)
-        calls = {m: pool.submit(_try, iris.actor_call, got.coordinator, m)
-                 for m in ("get_status", "get_counters")} if got.coordinator else {}
+        calls = (
+            {m: pool.submit(_try, iris.actor_call, got.coordinator, m) for m in ("get_status", "get_counters")}
+            if got.coordinator
+            else {}
+        )
         task_lists = list(pool.map(iris.tasks, [j["job_id"] for j in got.jobs]))
         got.tasks = [t for tasks in task_lists for t in tasks]
         _add_usage(iris, got)
@@ -106,8 +117,10 @@ def _add_usage(iris: IrisClient, got: Fetched) -> None:
             else:
                 usage.update(result)
     if failed:
-        got.warnings.append(f"{len(failed)} of {len(addresses)} Iris workers unreachable, no resource usage "
-                            f"for their tasks: {failed[0]}{' …' if len(failed) > 1 else ''}")
+        got.warnings.append(
+            f"{len(failed)} of {len(addresses)} Iris workers unreachable, no resource usage "
+            f"for their tasks: {failed[0]}{' …' if len(failed) > 1 else ''}"
+        )
     for task in got.tasks:
         if task["task_id"] in usage:
             task["resource_usage"] = usage[task["task_id"]]

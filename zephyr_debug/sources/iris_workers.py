@@ -7,8 +7,13 @@ from zephyr_debug.model import DEAD_STATES, Evidence
 from zephyr_debug.sources.iris_snapshot import Fetched
 
 # Iris job states -> Evidence.state (anything else: still running).
-JOB_STATES = {"SUCCEEDED": "succeeded", "FAILED": "failed", "WORKER_FAILED": "failed",
-              "UNSCHEDULABLE": "failed", "KILLED": "interrupted"}
+JOB_STATES = {
+    "SUCCEEDED": "succeeded",
+    "FAILED": "failed",
+    "WORKER_FAILED": "failed",
+    "UNSCHEDULABLE": "failed",
+    "KILLED": "interrupted",
+}
 RESOURCE_COLUMNS = ["memory_mb", "memory_peak_mb", "disk_mb", "cpu"]
 
 

@@ -49,8 +49,13 @@ def load(job_dir: Path) -> Evidence:
         kind, ts = e["type"], e["ts"]
         if kind == "job_start":
             ev.job = e.get("execution_id", ev.job)
-            ev.config = {**e.get("config", {}), "runner": e.get("runner"), "url": e.get("url"),
-                         "memory_limit_mb": e.get("memory_limit_mb"), "faults": e.get("faults", [])}
+            ev.config = {
+                **e.get("config", {}),
+                "runner": e.get("runner"),
+                "url": e.get("url"),
+                "memory_limit_mb": e.get("memory_limit_mb"),
+                "faults": e.get("faults", []),
+            }
             launcher_pid = e.get("pid")
         elif kind == "stage_start":
             stages[e["stage"]] = StageInfo(e["stage"], e["index"], e["total"], start_ts=ts)
@@ -62,36 +67,69 @@ def load(job_dir: Path) -> Evidence:
             ev.progress_time = e.get("progress_time", ev.progress_time)
         elif kind == "assign":
             attempts[(e["stage"], e["shard"], e["attempt"])] = {
-                "stage": e["stage"], "shard": e["shard"], "attempt": e["attempt"], "worker": e["worker"],
-                "start_ts": ts, "outcome": "running"}
+                "stage": e["stage"],
+                "shard": e["shard"],
+                "attempt": e["attempt"],
+                "worker": e["worker"],
+                "start_ts": ts,
+                "outcome": "running",
+            }
             _worker(workers, e["worker"], ts)["shard"] = e["shard"]
         elif kind in ("shard_done", "shard_failed"):
-            row = attempts.setdefault((e["stage"], e["shard"], e["attempt"]), {
-                "stage": e["stage"], "shard": e["shard"], "attempt": e["attempt"], "worker": e["worker"]})
-            row.update(end_ts=ts, items=e.get("items"), bytes=e.get("bytes"), returncode=e.get("returncode"),
-                       peak_rss_bytes=e.get("peak_rss_bytes"), crash_file=e.get("crash_file"),
-                       counters=e.get("counters"))
+            row = attempts.setdefault(
+                (e["stage"], e["shard"], e["attempt"]),
+                {"stage": e["stage"], "shard": e["shard"], "attempt": e["attempt"], "worker": e["worker"]},
+            )
+            row.update(
+                end_ts=ts,
+                items=e.get("items"),
+                bytes=e.get("bytes"),
+                returncode=e.get("returncode"),
+                peak_rss_bytes=e.get("peak_rss_bytes"),
+                crash_file=e.get("crash_file"),
+                counters=e.get("counters"),
+            )
             start = row.get("start_ts")
             row["elapsed_s"] = e.get("elapsed_s") or (ts - start if start else None)
             if kind == "shard_done":
                 row["outcome"] = "done"
                 ev.progress_time = ts
             else:
-                row.update(outcome="failed", kind=e["kind"], error=e.get("error"), failure=e.get("failure"),
-                           reason=e.get("reason"))
+                row.update(
+                    outcome="failed",
+                    kind=e["kind"],
+                    error=e.get("error"),
+                    failure=e.get("failure"),
+                    reason=e.get("reason"),
+                )
                 if e["kind"] == "infra" and oom_killed.get(e["worker"], -1.0) >= (start or 0.0):
                     row["failure"] = "oom"  # the OOM killer took the worker while it held this attempt
             worker = _worker(workers, e["worker"], ts)
             if worker.get("shard") == e["shard"]:
                 worker["shard"] = None
         elif kind == "heartbeat":
-            samples.append({"ts": ts, "worker": e["worker"], "stage": e.get("stage"), "shard": e.get("shard"),
-                            "items": e.get("items"), "bytes": e.get("bytes"), "rss_bytes": e.get("rss_bytes"),
-                            "rss_peak_bytes": e.get("rss_peak_bytes"), "cpu_pct": e.get("cpu_pct"),
-                            "disk_bytes": e.get("disk_bytes")})
+            samples.append(
+                {
+                    "ts": ts,
+                    "worker": e["worker"],
+                    "stage": e.get("stage"),
+                    "shard": e.get("shard"),
+                    "items": e.get("items"),
+                    "bytes": e.get("bytes"),
+                    "rss_bytes": e.get("rss_bytes"),
+                    "rss_peak_bytes": e.get("rss_peak_bytes"),
+                    "cpu_pct": e.get("cpu_pct"),
+                    "disk_bytes": e.get("disk_bytes"),
+                }
+            )
             w = _worker(workers, e["worker"], ts)
-            w.update(pid=e.get("pid", w.get("pid")), rss=e.get("rss_bytes"), peak=e.get("rss_peak_bytes"),
-                     disk=e.get("disk_bytes"), cpu=e.get("cpu_pct"))
+            w.update(
+                pid=e.get("pid", w.get("pid")),
+                rss=e.get("rss_bytes"),
+                peak=e.get("rss_peak_bytes"),
+                disk=e.get("disk_bytes"),
+                cpu=e.get("cpu_pct"),
+            )
         elif kind in ("worker_registered", "worker_state"):
             w = _worker(workers, e["worker"], ts)
             w["state"] = e.get("state", "active")
@@ -129,10 +167,20 @@ def _worker(workers: dict[str, dict], worker_id: str, ts: float) -> dict:
 
 
 def _worker_frame(workers: dict[str, dict], now: float) -> pd.DataFrame:
-    rows = [{"worker": w["worker"], "state": w["state"], "last_seen_ago": round(now - w["last_seen"], 3),
-             "pid": w.get("pid"), "memory_mb": _mb(w.get("rss")), "memory_peak_mb": _mb(w.get("peak")),
-             "disk_mb": _mb(w.get("disk")), "cpu": w.get("cpu"), "shard": w.get("shard")}
-            for w in workers.values()]
+    rows = [
+        {
+            "worker": w["worker"],
+            "state": w["state"],
+            "last_seen_ago": round(now - w["last_seen"], 3),
+            "pid": w.get("pid"),
+            "memory_mb": _mb(w.get("rss")),
+            "memory_peak_mb": _mb(w.get("peak")),
+            "disk_mb": _mb(w.get("disk")),
+            "cpu": w.get("cpu"),
+            "shard": w.get("shard"),
+        }
+        for w in workers.values()
+    ]
     return frame(rows, WORKER_COLUMNS)
 
 
@@ -149,8 +197,11 @@ def _crashes(attempts: pd.DataFrame, job_dir: Path, warnings: list[str]) -> list
         if isinstance(row.crash_file, str) and row.crash_file:
             path = _inside(job_dir, row.crash_file)
             if path is None:
-                where = "missing" if (job_dir / row.crash_file).resolve().is_relative_to(job_dir.resolve()) else \
-                    "outside the job dir"
+                where = (
+                    "missing"
+                    if (job_dir / row.crash_file).resolve().is_relative_to(job_dir.resolve())
+                    else "outside the job dir"
+                )
                 warnings.append(f"{row.crash_file}: crash file {where}, ignored")
             else:
                 try:
@@ -160,8 +211,18 @@ def _crashes(attempts: pd.DataFrame, job_dir: Path, warnings: list[str]) -> list
                 except OSError as exc:
                     warnings.append(f"{path}: crash file unreadable ({exc.strerror})")
         kind = row.kind if row.kind == "infra" else FAILURE_KIND.get(row.failure, "task")
-        crashes.append(Crash(text=text, source=source, stage=row.stage, shard=int(row.shard),
-                             attempt=int(row.attempt), worker=row.worker, kind=kind, ts=row.end_ts))
+        crashes.append(
+            Crash(
+                text=text,
+                source=source,
+                stage=row.stage,
+                shard=int(row.shard),
+                attempt=int(row.attempt),
+                worker=row.worker,
+                kind=kind,
+                ts=row.end_ts,
+            )
+        )
     return crashes
 
 
@@ -173,7 +234,7 @@ def _inside(job_dir: Path, name: str) -> Path | None:
     path = Path(name)
     candidates = [path] if path.is_absolute() else [job_dir / path]
     if "crashes" in path.parts:
-        candidates.append(job_dir / Path(*path.parts[path.parts.index("crashes"):]))
+        candidates.append(job_dir / Path(*path.parts[path.parts.index("crashes") :]))
     for candidate in candidates:
         resolved = candidate.resolve()
         if resolved.is_relative_to(root) and resolved.is_file():

@@ -14,12 +14,15 @@ from typing import Any
 from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import JobStatus
 
-TOKEN_RE = re.compile(r"""\s*(?:
+TOKEN_RE = re.compile(
+    r"""\s*(?:
     (?P<str>[rbu]?(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"))
   | (?P<num>[-+]?(?:\d[\d_]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan))
   | (?P<name>[A-Za-z_][\w.]*)
   | (?P<punct>[{}()\[\]:,=<>])
-)""", re.VERBOSE)
+)""",
+    re.VERBOSE,
+)
 CONSTANTS = {"True": True, "False": False, "None": None}
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0"}
 
@@ -49,13 +52,13 @@ class _Parser:
         self.text, self.pos = text, 0
         self.tokens = []
         for m in TOKEN_RE.finditer(text):
-            if m.start() != self.pos and text[self.pos:m.start()].strip():
-                raise LiteralError(f"unexpected {text[self.pos:m.start()].strip()[:20]!r}", self.pos)
+            if m.start() != self.pos and text[self.pos : m.start()].strip():
+                raise LiteralError(f"unexpected {text[self.pos : m.start()].strip()[:20]!r}", self.pos)
             self.pos = m.end()
             kind = m.lastgroup
             self.tokens.append((kind, m.group(kind), m.start(kind)))
-        if text[self.pos:].strip():
-            raise LiteralError(f"unexpected {text[self.pos:].strip()[:20]!r}", self.pos)
+        if text[self.pos :].strip():
+            raise LiteralError(f"unexpected {text[self.pos :].strip()[:20]!r}", self.pos)
         self.i = 0
 
     def peek(self):
@@ -137,8 +140,9 @@ def from_dict(data: dict) -> JobStatus | None:
     if not isinstance(data, dict) or not {"stage", "completed", "total"} <= set(data):
         return None
     fields = {k: data[k] for k in JobStatus.__dataclass_fields__ if k in data}
-    fields["workers"] = {str(k): v if isinstance(v, dict) else {"state": str(v)}
-                         for k, v in (fields.get("workers") or {}).items()}
+    fields["workers"] = {
+        str(k): v if isinstance(v, dict) else {"state": str(v)} for k, v in (fields.get("workers") or {}).items()
+    }
     return JobStatus(**fields)
 
 

@@ -34,13 +34,29 @@ def fetch(url: str, path: str) -> dict:
 _NUM = (int, float)
 REPLY_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "/job": {"execution_id": (str,), "job_dir": (str,), "config": (dict,), "progress_time": _NUM},
-    "/status": {"stage": (str,), "completed": (int,), "total": (int,), "retries": (int,), "in_flight": (int,),
-                "queue_depth": (int,), "done": (bool,), "fatal_error": (str,), "workers": (dict,)},
+    "/status": {
+        "stage": (str,),
+        "completed": (int,),
+        "total": (int,),
+        "retries": (int,),
+        "in_flight": (int,),
+        "queue_depth": (int,),
+        "done": (bool,),
+        "fatal_error": (str,),
+        "workers": (dict,),
+    },
     "/workers": {"*": (dict,)},
     "/counters": {"*": _NUM},
 }
-WORKER_TYPES = {"state": (str,), "last_seen_ago": _NUM, "pid": (int,), "rss_bytes": _NUM, "rss_peak_bytes": _NUM,
-                "disk_bytes": _NUM, "cpu_pct": _NUM}
+WORKER_TYPES = {
+    "state": (str,),
+    "last_seen_ago": _NUM,
+    "pid": (int,),
+    "rss_bytes": _NUM,
+    "rss_peak_bytes": _NUM,
+    "disk_bytes": _NUM,
+    "cpu_pct": _NUM,
+}
 
 
 def _checked(url: str, path: str, data: dict, types: dict[str, tuple[type, ...]] | None = None) -> dict:
@@ -48,19 +64,23 @@ def _checked(url: str, path: str, data: dict, types: dict[str, tuple[type, ...]]
     for key, value in data.items():
         want = types.get(key) or types.get("*")
         if value is not None and want and not jobstore.has_type(value, want):
-            raise ZdebugError(f"{url}{path}: field {key!r} is {type(value).__name__} "
-                              "(is this a zdebug reference coordinator?)")
+            raise ZdebugError(
+                f"{url}{path}: field {key!r} is {type(value).__name__} (is this a zdebug reference coordinator?)"
+            )
     if types is REPLY_TYPES["/workers"]:
         for key, worker in data.items():
             if not isinstance(worker, dict):  # null is no worker
-                raise ZdebugError(f"{url}{path}: worker {key!r} is {type(worker).__name__} "
-                                  "(is this a zdebug reference coordinator?)")
+                raise ZdebugError(
+                    f"{url}{path}: worker {key!r} is {type(worker).__name__} (is this a zdebug reference coordinator?)"
+                )
             _checked(url, path, worker, WORKER_TYPES)
     return data
 
 
 def load(url: str) -> Evidence:
-    info, status, workers, counters = (_checked(url, p, fetch(url, p)) for p in ("/job", "/status", "/workers", "/counters"))
+    info, status, workers, counters = (
+        _checked(url, p, fetch(url, p)) for p in ("/job", "/status", "/workers", "/counters")
+    )
     job_dir = Path(info.get("job_dir", ""))
     if info.get("job_dir") and jobstore.is_job_dir(job_dir):
         ev = jobdir.load(job_dir)
@@ -73,9 +93,18 @@ def load(url: str) -> Evidence:
     ev.progress_time = info.get("progress_time", ev.progress_time)
     ev.state = ("failed" if ev.live.fatal_error else "succeeded") if ev.live.done else "running"
     alive = sum(w["state"] == "active" for w in workers.values())
-    row = {"ts": now, "stage": ev.live.stage, "completed": ev.live.completed, "total": ev.live.total,
-           "in_flight": ev.live.in_flight, "queue_depth": ev.live.queue_depth, "retries": ev.live.retries,
-           "alive": alive, "registered": len(workers), "dead": len(workers) - alive}
+    row = {
+        "ts": now,
+        "stage": ev.live.stage,
+        "completed": ev.live.completed,
+        "total": ev.live.total,
+        "in_flight": ev.live.in_flight,
+        "queue_depth": ev.live.queue_depth,
+        "retries": ev.live.retries,
+        "alive": alive,
+        "registered": len(workers),
+        "dead": len(workers) - alive,
+    }
     ev.status = frame(ev.status.to_dict("records") + [row], STATUS_COLUMNS)
     ev.workers = frame([_worker_row(wid, w) for wid, w in workers.items()], WORKER_COLUMNS)
     return ev
@@ -85,6 +114,14 @@ def _worker_row(worker_id: str, w: dict) -> dict:
     def mb(key: str) -> float | None:
         return None if w.get(key) is None else round(w[key] / (1 << 20), 2)
 
-    return {"worker": worker_id, "state": w.get("state"), "last_seen_ago": w.get("last_seen_ago"),
-            "pid": w.get("pid"), "memory_mb": mb("rss_bytes"), "memory_peak_mb": mb("rss_peak_bytes"),
-            "disk_mb": mb("disk_bytes"), "cpu": w.get("cpu_pct"), "shard": w.get("shard")}
+    return {
+        "worker": worker_id,
+        "state": w.get("state"),
+        "last_seen_ago": w.get("last_seen_ago"),
+        "pid": w.get("pid"),
+        "memory_mb": mb("rss_bytes"),
+        "memory_peak_mb": mb("rss_peak_bytes"),
+        "disk_mb": mb("disk_bytes"),
+        "cpu": w.get("cpu_pct"),
+        "shard": w.get("shard"),
+    }

@@ -17,21 +17,38 @@ import numpy as np
 import pandas as pd
 
 from zephyr_debug.errors import ZdebugError
-from zephyr_debug.sources import http
 from zephyr_debug.model import (
-    ATTEMPT_COLUMNS, SAMPLE_COLUMNS, STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, StageInfo, frame,
+    ATTEMPT_COLUMNS,
+    SAMPLE_COLUMNS,
+    STATUS_COLUMNS,
+    WORKER_COLUMNS,
+    Evidence,
+    JobStatus,
+    StageInfo,
+    frame,
 )
+from zephyr_debug.sources import http
 
 PREFIX = "prometheus+"
 DEFAULT_WINDOW = "7d"
-SHARD_METRICS = {"start_ts": "zephyr_shard_start_time_seconds", "elapsed_s": "zephyr_shard_elapsed_seconds",
-                 "done": "zephyr_shard_done", "items": "zephyr_shard_items", "bytes": "zephyr_shard_bytes",
-                 "kind": "zephyr_shard_attempt_failed"}  # the last one's value is 1; its `kind` label counts
+SHARD_METRICS = {
+    "start_ts": "zephyr_shard_start_time_seconds",
+    "elapsed_s": "zephyr_shard_elapsed_seconds",
+    "done": "zephyr_shard_done",
+    "items": "zephyr_shard_items",
+    "bytes": "zephyr_shard_bytes",
+    "kind": "zephyr_shard_attempt_failed",
+}  # the last one's value is 1; its `kind` label counts
 # Per-worker gauge -> SAMPLE_COLUMNS name.
-WORKER_METRICS = {"zephyr_worker_memory_bytes": "rss_bytes", "zephyr_worker_memory_peak_bytes": "rss_peak_bytes",
-                  "zephyr_worker_disk_bytes": "disk_bytes", "zephyr_worker_cpu_percent": "cpu_pct",
-                  "zephyr_worker_shard": "shard", "zephyr_worker_shard_items": "items",
-                  "zephyr_worker_shard_bytes": "bytes"}
+WORKER_METRICS = {
+    "zephyr_worker_memory_bytes": "rss_bytes",
+    "zephyr_worker_memory_peak_bytes": "rss_peak_bytes",
+    "zephyr_worker_disk_bytes": "disk_bytes",
+    "zephyr_worker_cpu_percent": "cpu_pct",
+    "zephyr_worker_shard": "shard",
+    "zephyr_worker_shard_items": "items",
+    "zephyr_worker_shard_bytes": "bytes",
+}
 RUN_RE = re.compile(r"^[\w.:-]{1,200}$")
 WINDOW_RE = re.compile(r"^\d+[smhdwy]$")
 STAGE_RE = re.compile(r"^stage(\d+)-")
@@ -103,7 +120,9 @@ def load(spec: str) -> Evidence:
 
 def _samples(result: list[dict]) -> pd.DataFrame:
     """Matrix result -> one row per sample: name, the labels we use, ts, value."""
-    cols: dict[str, list] = {k: [] for k in ("name", "stage", "worker", "state", "kind", "setting", "shard", "ts", "value")}
+    cols: dict[str, list] = {
+        k: [] for k in ("name", "stage", "worker", "state", "kind", "setting", "shard", "ts", "value")
+    }
     for series in result:
         labels, values = series["metric"], series.get("values", [])
         for key in ("stage", "worker", "state", "kind", "setting", "shard"):
@@ -119,9 +138,13 @@ def _shard_rows(client: Client, sel: str, window: str) -> pd.DataFrame:
     keys = ["stage", "shard", "attempt", "worker"]
     merged = None
     for column, metric in SHARD_METRICS.items():
-        rows = [{**{k: s["metric"].get(k) for k in keys},
-                 column: s["metric"].get("kind") if column == "kind" else float(s["value"][1])}
-                for s in client.query(f"last_over_time({metric}{{{sel}}}[{window}])")]
+        rows = [
+            {
+                **{k: s["metric"].get(k) for k in keys},
+                column: s["metric"].get("kind") if column == "kind" else float(s["value"][1]),
+            }
+            for s in client.query(f"last_over_time({metric}{{{sel}}}[{window}])")
+        ]
         part = pd.DataFrame(rows, columns=keys + [column])
         merged = part if merged is None else merged.merge(part, on=keys, how="outer")
     merged["shard"] = merged["shard"].astype(int)
@@ -143,18 +166,28 @@ def _evidence(source: str, run: str, raw: pd.DataFrame, shards: pd.DataFrame, pr
     ev = Evidence(job=run, source=source, now=time.time() if present else last_ts)
     ev.config = {r.setting: r.value for r in series("zephyr_coordinator_setting").sort_values("ts").itertuples()}
     scrape = float(np.median(np.diff(np.unique(series("zephyr_stage_index")["ts"])))) if len(raw) > 1 else 0.0
-    ev.config.update(scrape_interval=scrape,
-                     heartbeat_interval=max(ev.config.get("heartbeat_interval", 0.0), np.nan_to_num(scrape)))
+    ev.config.update(
+        scrape_interval=scrape, heartbeat_interval=max(ev.config.get("heartbeat_interval", 0.0), np.nan_to_num(scrape))
+    )
     ev.progress_time = last("progress_time_seconds", None)
-    ev.counters = {name: float(s.loc[s["ts"].idxmax(), "value"]) for name, s in by_name.items()
-                   if not name.startswith("zephyr_") and name != "progress_time_seconds"}
+    ev.counters = {
+        name: float(s.loc[s["ts"].idxmax(), "value"])
+        for name, s in by_name.items()
+        if not name.startswith("zephyr_") and name != "progress_time_seconds"
+    }
     ev.status = _status(series)
     ev.stages = _stages(series)
     done, failed = last("zephyr_pipeline_done"), last("zephyr_pipeline_failed")
-    complete = bool(len(ev.status)) and last("zephyr_stage_index") == last("zephyr_stages") - 1 \
+    complete = (
+        bool(len(ev.status))
+        and last("zephyr_stage_index") == last("zephyr_stages") - 1
         and ev.status["completed"].iloc[-1] == ev.status["total"].iloc[-1]
+    )
     if failed:
-        ev.state, ev.fatal_error = "failed", "pipeline aborted (Prometheus holds no error text: see the coordinator log)"
+        ev.state, ev.fatal_error = (
+            "failed",
+            "pipeline aborted (Prometheus holds no error text: see the coordinator log)",
+        )
     elif done or (complete and not present):  # finished, maybe between the last two scrapes
         ev.state = "succeeded"
         # The last completion set progress_time; without a scrape after it, the last scrape is the bound.
@@ -166,11 +199,16 @@ def _evidence(source: str, run: str, raw: pd.DataFrame, shards: pd.DataFrame, pr
     ev.workers = _workers(series, ev.now)
     if ev.state == "running" and len(ev.status):
         row = ev.status.iloc[-1]
-        ev.live = JobStatus(stage=row["stage"], completed=int(row["completed"]), total=int(row["total"]),
-                            retries=int(row["retries"]), in_flight=int(row["in_flight"]),
-                            queue_depth=int(row["queue_depth"]), done=False,
-                            workers={w.worker: {"state": w.state, "last_seen_ago": w.last_seen_ago}
-                                     for w in ev.workers.itertuples()})
+        ev.live = JobStatus(
+            stage=row["stage"],
+            completed=int(row["completed"]),
+            total=int(row["total"]),
+            retries=int(row["retries"]),
+            in_flight=int(row["in_flight"]),
+            queue_depth=int(row["queue_depth"]),
+            done=False,
+            workers={w.worker: {"state": w.state, "last_seen_ago": w.last_seen_ago} for w in ev.workers.itertuples()},
+        )
     ev.warnings.append("Prometheus holds no crash texts: read tracebacks from the job dir or the logs")
     return ev
 
@@ -179,8 +217,12 @@ def _status(series) -> pd.DataFrame:
     """One row per scrape: the current stage's counts and the workers by state."""
     keys = ["ts", "stage"]
     cur = series("zephyr_shards_in_flight")[keys + ["value"]].rename(columns={"value": "in_flight"})
-    for name, column in (("zephyr_queue_depth", "queue_depth"), ("zephyr_stage_retries", "retries"),
-                         ("zephyr_shards_completed", "completed"), ("zephyr_shards_total", "total")):
+    for name, column in (
+        ("zephyr_queue_depth", "queue_depth"),
+        ("zephyr_stage_retries", "retries"),
+        ("zephyr_shards_completed", "completed"),
+        ("zephyr_shards_total", "total"),
+    ):
         cur = cur.merge(series(name)[keys + ["value"]].rename(columns={"value": column}), on=keys, how="left")
     workers = series("zephyr_workers").pivot_table(index="ts", columns="state", values="value", aggfunc="last")
     counts = pd.DataFrame({"alive": workers.get("active", 0), "registered": workers.sum(axis=1)}, index=workers.index)
@@ -196,8 +238,14 @@ def _stages(series) -> list[StageInfo]:
     for name, total in totals.items():
         match = STAGE_RE.match(name)
         start = starts.get(name)
-        stages.append(StageInfo(name, int(match[1]) if match else len(stages), int(total),
-                                start_ts=None if start is None else float(start)))
+        stages.append(
+            StageInfo(
+                name,
+                int(match[1]) if match else len(stages),
+                int(total),
+                start_ts=None if start is None else float(start),
+            )
+        )
     stages.sort(key=lambda s: s.index)
     for before, after in zip(stages, stages[1:]):
         before.end_ts = after.start_ts
@@ -239,6 +287,7 @@ def _workers(series, now: float) -> pd.DataFrame:
     seen = series("zephyr_worker_last_seen_seconds").sort_values("ts").groupby("worker").last()
     rows = []
     for worker, r in seen.iterrows():
+
         def latest(name: str, scale: float = 1.0):
             s = series(name)
             s = s[s["worker"] == worker]
@@ -246,9 +295,16 @@ def _workers(series, now: float) -> pd.DataFrame:
 
         held = series("zephyr_worker_shard")
         held = held[(held["worker"] == worker) & (held["ts"] == r["ts"])]
-        rows.append({"worker": worker, "state": r["state"], "last_seen_ago": round(r["value"] + now - r["ts"], 3),
-                     "memory_mb": latest("zephyr_worker_memory_bytes", 1 << 20),
-                     "memory_peak_mb": latest("zephyr_worker_memory_peak_bytes", 1 << 20),
-                     "disk_mb": latest("zephyr_worker_disk_bytes", 1 << 20), "cpu": latest("zephyr_worker_cpu_percent"),
-                     "shard": int(held["value"].iloc[0]) if len(held) else None})
+        rows.append(
+            {
+                "worker": worker,
+                "state": r["state"],
+                "last_seen_ago": round(r["value"] + now - r["ts"], 3),
+                "memory_mb": latest("zephyr_worker_memory_bytes", 1 << 20),
+                "memory_peak_mb": latest("zephyr_worker_memory_peak_bytes", 1 << 20),
+                "disk_mb": latest("zephyr_worker_disk_bytes", 1 << 20),
+                "cpu": latest("zephyr_worker_cpu_percent"),
+                "shard": int(held["value"].iloc[0]) if len(held) else None,
+            }
+        )
     return frame(rows, WORKER_COLUMNS)

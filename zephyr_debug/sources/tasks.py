@@ -14,8 +14,18 @@ from zephyr_debug.model import WORKER_COLUMNS, frame
 from zephyr_debug.sources.logtext import record_ts
 
 # Iris task states -> Zephyr-like worker states.
-STATES = {"RUNNING": "busy", "PENDING": "init", "BUILDING": "init", "ASSIGNED": "init", "SUCCEEDED": "done",
-          "FAILED": "failed", "KILLED": "dead", "WORKER_FAILED": "dead", "PREEMPTED": "dead", "UNSCHEDULABLE": "failed"}
+STATES = {
+    "RUNNING": "busy",
+    "PENDING": "init",
+    "BUILDING": "init",
+    "ASSIGNED": "init",
+    "SUCCEEDED": "done",
+    "FAILED": "failed",
+    "KILLED": "dead",
+    "WORKER_FAILED": "dead",
+    "PREEMPTED": "dead",
+    "UNSCHEDULABLE": "failed",
+}
 
 
 def is_tasks(data) -> bool:
@@ -48,17 +58,19 @@ def workers(data: dict) -> pd.DataFrame:
         usage = _get(task, "resource_usage", "resourceUsage") or task
         state = str(_get(task, "state") or "").removeprefix("TASK_STATE_")
         cpu = _num(_get(usage, "cpu_millicores", "cpuMillicores"))
-        rows.append({
-            "worker": str(_get(task, "task_id", "taskId", "worker_id", "workerId")),
-            "state": STATES.get(state, state.lower() or None),
-            "memory_mb": _num(_get(usage, "memory_mb", "memoryMb")),
-            "memory_peak_mb": _num(_get(usage, "memory_peak_mb", "memoryPeakMb")),
-            "disk_mb": _num(_get(usage, "disk_mb", "diskMb")),
-            "cpu": cpu / 10 if cpu is not None else _num(_get(usage, "cpu_percent", "cpuPercent")),
-            "iris_worker": _get(task, "worker_id", "workerId"),
-            "exit_code": _get(task, "exit_code", "exitCode"),
-            "error": _get(task, "error") or None,
-        })
+        rows.append(
+            {
+                "worker": str(_get(task, "task_id", "taskId", "worker_id", "workerId")),
+                "state": STATES.get(state, state.lower() or None),
+                "memory_mb": _num(_get(usage, "memory_mb", "memoryMb")),
+                "memory_peak_mb": _num(_get(usage, "memory_peak_mb", "memoryPeakMb")),
+                "disk_mb": _num(_get(usage, "disk_mb", "diskMb")),
+                "cpu": cpu / 10 if cpu is not None else _num(_get(usage, "cpu_percent", "cpuPercent")),
+                "iris_worker": _get(task, "worker_id", "workerId"),
+                "exit_code": _get(task, "exit_code", "exitCode"),
+                "error": _get(task, "error") or None,
+            }
+        )
     return frame(rows, WORKER_COLUMNS + ["iris_worker", "exit_code", "error"])
 
 

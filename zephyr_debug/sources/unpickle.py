@@ -90,7 +90,9 @@ def _unreadable(exc: Exception) -> ZdebugError:
 
 
 def _over(what: str, limit: int) -> ZdebugError:
-    return EvidenceError(f"actor reply refused: {what} over the limit of {limit:,} (zephyr_debug.sources.unpickle.LIMITS)")
+    return EvidenceError(
+        f"actor reply refused: {what} over the limit of {limit:,} (zephyr_debug.sources.unpickle.LIMITS)"
+    )
 
 
 def _check_stream(data: bytes, limits: Limits) -> None:
@@ -178,8 +180,10 @@ class _Plain:
                 return self.convert(args[0]) if len(args) == 1 else [self.convert(a) for a in args]
             return {str(k): self.convert(v) for k, v in state.items()}
         if isinstance(value, dict):
-            return {(k if isinstance(k, (str, int, float)) else str(self.convert(k))): self.convert(v)
-                    for k, v in value.items()}
+            return {
+                (k if isinstance(k, (str, int, float)) else str(self.convert(k))): self.convert(v)
+                for k, v in value.items()
+            }
         if isinstance(value, (list, tuple, set, frozenset)):
             return [self.convert(v) for v in value]
         return str(value)
