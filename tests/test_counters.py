@@ -18,7 +18,7 @@ from zephyr_debug.analyze.analysis import analyze
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.model import ATTEMPT_COLUMNS, STATUS_COLUMNS, Evidence, StageInfo, frame
 from zephyr_debug.reference import faults
-from zephyr_debug.sources import load
+from zephyr_debug.sources import earlier, load
 
 STEPS = Steps("job", False)
 
@@ -118,8 +118,11 @@ def test_reference_stage_faults_against_earlier_runs(tmp_path):
     root = tmp_path / "jobs"
     runs = {name: run_reference(root, spec, workers=3, shards=8) for name, spec in
             (("h1", ()), ("h2", ()), ("h3", ()), ("drop", ("drop-records:0:0.05",)), ("slow", ("slow-stage:1:x10",)))}
-    kinds = {name: [(f.kind, f.stage) for f in analyze(load(str(r.job_dir))).findings
-                    if f.kind in counters.KINDS] for name, r in runs.items()}
+    def counter_findings(r):
+        ev = load(str(r.job_dir))  # the earlier runs come from the job store, as the commands pass them
+        return [(f.kind, f.stage) for f in analyze(ev, earlier=earlier.runs(ev)).findings if f.kind in counters.KINDS]
+
+    kinds = {name: counter_findings(r) for name, r in runs.items()}
     assert kinds["h3"] == []
     assert kinds["drop"] == [("counter-per-item", "stage0-Map")]
     assert kinds["slow"] == [("throughput-drop", "stage1-Map → Write")]

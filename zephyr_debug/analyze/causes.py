@@ -111,9 +111,9 @@ def _data(r, worker_known: bool, th: Thresholds, lines: list[str], missing: list
     """data-skew from size evidence, or from a normal size run slowly on a worker normal elsewhere."""
     size_known, rate_known = _known(r.size_ratio), _known(r.rate_ratio) and not r.size_is_rows
     if size_known:
-        what = "input rows (ScatterReader: chunks x largest chunk)" if r.size_is_rows else \
-            f"items ({source})" if source else "items"
-        lines.append(f"{what} {_count(r.size)} ({r.size_ratio:.1f}x the stage median)"
+        what = "input rows (ScatterReader: chunks x largest chunk)" if r.size_is_rows else "items"
+        lines.append(f"{what} {_count(r.size)} ({f'from {source}; ' if source else ''}{r.size_ratio:.1f}x the stage "
+                     "median)"
                      + (f" at {r.rate_ratio:.2f}x the stage median rate" if rate_known else ""))
     else:
         missing.append("no item or byte counts for this shard (heartbeats, counters or Zephyr's telemetry: "
@@ -125,6 +125,12 @@ def _data(r, worker_known: bool, th: Thresholds, lines: list[str], missing: list
     if rate_known and r.rate_ratio < th.normal_rate and normal_elsewhere:
         lines.append("a normal-sized input processed slowly by a worker that is normal elsewhere: "
                      "its records are expensive (per-record cost skew)")
+        return ["data-skew"]
+    if rate_known and r.rate_ratio < th.normal_rate and not worker_known and _known(r.cpu_ratio) \
+            and r.cpu_ratio >= th.skew_cpu:
+        lines.append(f"a normal-sized input processed slowly while burning {r.cpu_ratio:.1f}x the stage's median CPU: "
+                     "its records are expensive (per-record cost skew), not a worker waiting")
+        missing.clear()
         return ["data-skew"]
     if normal_elsewhere:
         missing.append("its worker is normal elsewhere, so the shard itself is slower, but nothing shows whether it "
