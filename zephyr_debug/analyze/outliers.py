@@ -18,7 +18,9 @@ import pandas as pd
 
 from zephyr_debug.analyze.thresholds import MAD_TO_SIGMA, MIN_ROBUST_PEERS, Thresholds
 
-STAGE_STATS = ["total", "done", "running", "peers", "median_s", "p90_s", "p99_s", "sigma_log", "cut_s",
+NORMAL_Z = 1.2816  # the 90th percentile of a normal distribution
+
+STAGE_STATS = ["total", "done", "running", "peers", "median_s", "p90_s", "p99_s", "sigma_log", "cut_s", "normal_s",
                "median_size", "median_rate", "median_cpu", "queue_empty", "judged"]
 
 
@@ -36,6 +38,8 @@ def stage_stats(shards: pd.DataFrame, totals: dict[str, int], queue_empty: dict[
                "median_cpu": _median(s["cpu"][done])}
         row.update(zip(("median_s", "p90_s", "p99_s"), np.quantile(fin, (0.5, 0.9, 0.99)) if len(fin) else [np.nan] * 3))
         row["sigma_log"], row["cut_s"] = _cut(fin, hb, th)
+        # a slow-but-normal run (the robust p90): what an outlier is replaced by to see what it held
+        row["normal_s"] = float(np.exp(np.median(np.log(fin)) + NORMAL_Z * row["sigma_log"])) if len(fin) else np.nan
         row["queue_empty"] = bool(queue_empty.get(stage, row["done"] + row["running"] >= total))
         row["judged"] = bool(len(fin) and row["queue_empty"] and row["done"] >= th.min_finished * total)
         rows.append(row)
@@ -60,9 +64,8 @@ def _cut(fin: np.ndarray, hb: float, th: Thresholds) -> tuple[float, float]:
 
 def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     """Adds to the shard table: `own_s` (the newest attempt's run time, so far when running),
-    `outlier`, `end` (its end, or now while unfinished), `expected_end` of its stage (every shard
-    stopped at the cut: a finished shard from its last attempt's start, an unfinished one from its
-    first), `held_s` (how long it kept the stage open past that) and `last_s` (how long after every
+    `outlier`, `end` (its end, or now while unfinished), `expected_end` of its stage (its finished
+    outliers run a normal time, an unfinished shard stopped at the cut), `held_s` (how long it kept the stage open past that) and `last_s` (how long after every
     other shard of its stage it ended; 0 unless it ended last) and `allow_s` (cut - median: the
     lateness an outlier is allowed before it counts)."""
     cut = shards["stage"].map(stats["cut_s"]).astype(float).to_numpy()
@@ -74,8 +77,13 @@ def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     start = np.where(np.isnan(start), last_end - own, start)
     end = np.where(done & ~running, np.where(np.isnan(last_end), start + own, last_end), now)
     first = shards["first_start"].to_numpy(dtype=float)
-    cap_start, cap_own = np.where(done, start, first), np.where(done, own, now - first)
-    capped = cap_start + np.fmin(cap_own, np.where(np.isnan(cut), cap_own, cut))
+    outlier = own > cut
+    normal = shards["stage"].map(stats["normal_s"]).astype(float).to_numpy()
+    # The stage's end had its outliers run a normal (p90) time: a finished outlier from its last start,
+    # the other finished shards as they ended, an unfinished shard from its first start up to the cut.
+    finished = done & ~running
+    capped = np.where(finished & outlier, start + np.fmin(own, normal), np.where(
+        finished, end, first + np.fmin(now - first, np.where(np.isnan(cut), now - first, cut))))
     stage, names = pd.factorize(shards["stage"])  # integer codes: grouping a million strings is slow
     expected = _stage_max(stage, len(names), capped)[stage]
     top = _stage_max(stage, len(names), end)
@@ -87,7 +95,7 @@ def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     second = _stage_max(stage, len(names), np.where(is_top, np.nan, end))[stage]
     top = top[stage]
     allowance = cut - shards["stage"].map(stats["median_s"]).astype(float).to_numpy()
-    out = shards.assign(own_s=own, outlier=own > cut, end=end, expected_end=expected, allow_s=allowance)
+    out = shards.assign(own_s=own, outlier=outlier, end=end, expected_end=expected, allow_s=allowance)
     # A running outlier in a tail holds its stage from its cut on, whatever else still runs.
     past_cut = np.where(running & (own > cut), now - (start + cut), 0.0)
     out["held_s"] = np.fmax(np.clip(np.nan_to_num(end - expected), 0, None), np.nan_to_num(past_cut))
