@@ -46,13 +46,18 @@ def generate(path: Path, size: int, seed: int = 11, shards: int = SHARDS, worker
     exp = {"stages": 0, "status": 0, "done": 0, "requeues": 0, "lines": 0}
     stamp = zephyrlog.timestamp
     with open(path, "w", encoding="utf-8") as out:
+
         def emit(lines: list[str]) -> None:
             out.write("".join(lines))
             exp["lines"] += len(lines)
 
-        emit([f"{stamp(ts)} INFO zephyr.execution: " + zephyrlog.PIPELINE.format(exec=EXEC) + "\n"]
-             + [f"{stamp(ts)} INFO zephyr.execution: " + zephyrlog.REGISTERED.format(worker=_worker(w), n=w + 1)
-                + "\n" for w in range(workers)])
+        emit(
+            [f"{stamp(ts)} INFO zephyr.execution: " + zephyrlog.PIPELINE.format(exec=EXEC) + "\n"]
+            + [
+                f"{stamp(ts)} INFO zephyr.execution: " + zephyrlog.REGISTERED.format(worker=_worker(w), n=w + 1) + "\n"
+                for w in range(workers)
+            ]
+        )
         while out.tell() < size:
             index = exp["stages"]
             stage = f"stage{index}-Map → Write"
@@ -63,8 +68,7 @@ def generate(path: Path, size: int, seed: int = 11, shards: int = SHARDS, worker
     return exp
 
 
-def _stage(emit, rnd: random.Random, stage: str, ts: float, last: bool, exp: dict, shards: int,
-           workers: int) -> float:
+def _stage(emit, rnd: random.Random, stage: str, ts: float, last: bool, exp: dict, shards: int, workers: int) -> float:
     """One stage: every shard executed and done (requeues among them), a status line per
     completion, then its tail (queue empty, one completion every 2 s). Returns its end time."""
     fmt, stamp = zephyrlog, zephyrlog.timestamp
@@ -76,18 +80,37 @@ def _stage(emit, rnd: random.Random, stage: str, ts: float, last: bool, exp: dic
     stuck = shards - 1 if last else -1
 
     def status() -> None:
-        lines.append(stamp(ts) + co + fmt.STATUS.format(
-            exec=EXEC, stage=stage, completed=completed, total=shards, in_flight=len(running), queued=len(queued),
-            alive=workers, registered=workers, dead=0) + fmt.THROUGHPUT.format(
-            items=fmt.human_count(items), item_rate="25.2", bytes="3.41 GiB", byte_rate="82.1 KiB") + "\n")
+        lines.append(
+            stamp(ts)
+            + co
+            + fmt.STATUS.format(
+                exec=EXEC,
+                stage=stage,
+                completed=completed,
+                total=shards,
+                in_flight=len(running),
+                queued=len(queued),
+                alive=workers,
+                registered=workers,
+                dead=0,
+            )
+            + fmt.THROUGHPUT.format(
+                items=fmt.human_count(items), item_rate="25.2", bytes="3.41 GiB", byte_rate="82.1 KiB"
+            )
+            + "\n"
+        )
         exp["status"] += 1
 
     while queued or running:
         while queued and free:
             shard, w = queued.popleft(), free.pop()
             running.append((shard, attempts.get(shard, 0), w))
-            lines.append(stamp(ts) + wo + fmt.EXECUTING.format(worker=_worker(w), stage=stage, shard=shard,
-                                                               attempt=attempts.get(shard, 0)) + "\n")
+            lines.append(
+                stamp(ts)
+                + wo
+                + fmt.EXECUTING.format(worker=_worker(w), stage=stage, shard=shard, attempt=attempts.get(shard, 0))
+                + "\n"
+            )
         if running[0][0] == stuck and len(running) == 1:  # the job ends here, its last shard stuck
             for _ in range(int(STUCK_S / 5)):
                 ts += 5.0
@@ -100,14 +123,19 @@ def _stage(emit, rnd: random.Random, stage: str, ts: float, last: bool, exp: dic
         free.append(w)
         ts += TICK_S if queued else 2.0
         if shard % REQUEUE_EVERY == 1 and attempt == 0:
-            lines.append(stamp(ts) + " WARNING zephyr.execution: " + fmt.TASK_REQUEUE.format(
-                shard=shard, worker=_worker(w), n=1, max=3) + "\n")
+            lines.append(
+                stamp(ts)
+                + " WARNING zephyr.execution: "
+                + fmt.TASK_REQUEUE.format(shard=shard, worker=_worker(w), n=1, max=3)
+                + "\n"
+            )
             attempts[shard] = 1
             queued.append(shard)
             exp["requeues"] += 1
         else:
-            lines.append(stamp(ts) + wo + fmt.SHARD_DONE.format(worker=_worker(w), shard=shard,
-                                                                secs=rnd.uniform(20, 90)) + "\n")
+            lines.append(
+                stamp(ts) + wo + fmt.SHARD_DONE.format(worker=_worker(w), shard=shard, secs=rnd.uniform(20, 90)) + "\n"
+            )
             completed += 1
             items += rnd.randrange(900, 1100)
             exp["done"] += 1
@@ -128,9 +156,19 @@ def _child(path: str) -> None:
     wall = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    print(json.dumps({"wall_s": wall, "rss": max(rss, kids), "status_rows": len(ev.status),
-                      "attempts": len(ev.attempts), "done": int((ev.attempts["outcome"] == "done").sum()),
-                      "state": ev.state, "stages": len(ev.stages)}))
+    print(
+        json.dumps(
+            {
+                "wall_s": wall,
+                "rss": max(rss, kids),
+                "status_rows": len(ev.status),
+                "attempts": len(ev.attempts),
+                "done": int((ev.attempts["outcome"] == "done").sum()),
+                "state": ev.state,
+                "stages": len(ev.stages),
+            }
+        )
+    )
 
 
 def measure(path: Path) -> dict:
@@ -138,8 +176,13 @@ def measure(path: Path) -> dict:
     with open(path, "rb") as fh:
         while fh.read(1 << 24):
             pass
-    out = subprocess.run([sys.executable, "-m", "benchmarks.bench_logdense", str(path)], capture_output=True,
-                         text=True, check=True, cwd=Path(__file__).resolve().parent.parent).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_logdense", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -151,16 +194,29 @@ def run(quick: bool = False) -> dict:
         r = measure(path)
     size = exp["bytes"]
     speed, rss_mb = size / r["wall_s"] / 1e6, r["rss"] / (1 << 20)
-    what = f"{size >> 20} MiB, {exp['lines'] / 1e6:.1f}M event lines, {r['attempts']:,} attempts, " \
-           f"{exp['status']:,} status lines -> {r['status_rows']:,} rows"
+    what = (
+        f"{size >> 20} MiB, {exp['lines'] / 1e6:.1f}M event lines, {r['attempts']:,} attempts, "
+        f"{exp['status']:,} status lines -> {r['status_rows']:,} rows"
+    )
     return {
-        "logdense_throughput": {"value": round(speed, 1), "unit": f"MB/s wall ({what})", "baseline": "target",
-                                "baseline_value": SPEED_TARGET, "ratio": round(speed / SPEED_TARGET, 3),
-                                "target": f">= {SPEED_TARGET:g} MB/s", "meets": speed >= SPEED_TARGET},
-        "logdense_peak_rss": {"value": round(rss_mb, 1), "unit": "MB peak RSS of the child process",
-                              "baseline": "target", "baseline_value": RSS_TARGET_MB,
-                              "ratio": round(rss_mb / RSS_TARGET_MB, 3), "target": f"< {RSS_TARGET_MB} MB",
-                              "meets": rss_mb < RSS_TARGET_MB},
+        "logdense_throughput": {
+            "value": round(speed, 1),
+            "unit": f"MB/s wall ({what})",
+            "baseline": "target",
+            "baseline_value": SPEED_TARGET,
+            "ratio": round(speed / SPEED_TARGET, 3),
+            "target": f">= {SPEED_TARGET:g} MB/s",
+            "meets": speed >= SPEED_TARGET,
+        },
+        "logdense_peak_rss": {
+            "value": round(rss_mb, 1),
+            "unit": "MB peak RSS of the child process",
+            "baseline": "target",
+            "baseline_value": RSS_TARGET_MB,
+            "ratio": round(rss_mb / RSS_TARGET_MB, 3),
+            "target": f"< {RSS_TARGET_MB} MB",
+            "meets": rss_mb < RSS_TARGET_MB,
+        },
     }
 
 

@@ -26,7 +26,7 @@ def dense(tmp_path_factory):
     expected = bench_logdense.generate(path, 6 << 20, shards=SHARDS, workers=WORKERS)
     kept = logtext.load([path], "dense")
     with pytest.MonkeyPatch.context() as mp:  # the same log with every status row kept
-        mp.setattr(compact, "STATUS_ROWS_PER_STAGE", 10 ** 12)
+        mp.setattr(compact, "STATUS_ROWS_PER_STAGE", 10**12)
         full = logtext.load([path], "dense")
     return path, expected, kept, full
 
@@ -47,8 +47,11 @@ def test_status_rows_are_downsampled_and_every_change_is_kept(dense):
     for name, st in full.status.groupby("stage", sort=False):
         mine = kept.status[kept.status["stage"] == name]
         assert mine["ts"].iloc[[0, -1]].tolist() == st["ts"].iloc[[0, -1]].tolist()  # first and last line
-        assert mine.iloc[-compact.RECENT_ROWS:].reset_index(drop=True).equals(
-            st.iloc[-compact.RECENT_ROWS:].reset_index(drop=True))
+        assert (
+            mine.iloc[-compact.RECENT_ROWS :]
+            .reset_index(drop=True)
+            .equals(st.iloc[-compact.RECENT_ROWS :].reset_index(drop=True))
+        )
         empty = st["queue_depth"] == 0  # the tail: every change of state, at the time it happened
         assert _states(mine[mine["queue_depth"] == 0]).equals(_states(st[empty])), name
         for col in ("total", "alive", "registered", "dead"):
@@ -76,8 +79,9 @@ def test_same_findings_as_from_every_row(dense):
     assert ak.frozen() == af.frozen() and ak.step == af.step
     assert np.isclose(ak.shard_s, af.shard_s, rtol=0.05)
     ek, ef = episodes(kept), episodes(full)
-    assert [(e.stage, e.start, round(e.duration_s, 3)) for e in ek] == [(e.stage, e.start, round(e.duration_s, 3))
-                                                                        for e in ef]
+    assert [(e.stage, e.start, round(e.duration_s, 3)) for e in ek] == [
+        (e.stage, e.start, round(e.duration_s, 3)) for e in ef
+    ]
 
 
 def test_fold_keeps_memory_per_event_not_per_line(dense, tmp_path):
@@ -86,11 +90,14 @@ def test_fold_keeps_memory_per_event_not_per_line(dense, tmp_path):
     path, expected, _, _ = dense
     small = tmp_path / "small.log"
     small.write_text("".join(path.open().readlines()[:40]))
-    code = ("import json, resource, sys; from pathlib import Path; from zephyr_debug.sources import logtext; "
-            "ev = logtext.load([Path(sys.argv[1])], 'x'); "
-            "print(json.dumps([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, len(ev.attempts)]))")
-    run = lambda p: json.loads(subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True,
-                                              text=True, check=True).stdout)
+    code = (
+        "import json, resource, sys; from pathlib import Path; from zephyr_debug.sources import logtext; "
+        "ev = logtext.load([Path(sys.argv[1])], 'x'); "
+        "print(json.dumps([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, len(ev.attempts)]))"
+    )
+    run = lambda p: json.loads(
+        subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, check=True).stdout
+    )
     (base, _), (peak, attempts) = run(small), run(path)
     assert attempts == expected["done"] + expected["requeues"] + 1
     grown = peak - base

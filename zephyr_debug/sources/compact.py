@@ -14,8 +14,18 @@ from collections import deque
 STATUS_ROWS_PER_STAGE = 2_000  # binned (unpinned) rows kept per stage; render/report.py draws 1,500
 RECENT_ROWS = 64  # a stage's newest rows, always kept whole (the printed item resolution near the end)
 # Status columns as the fold writes them; None is stored as NaN.
-STATUS_VALUES = ("ts", "completed", "total", "in_flight", "queue_depth", "retries", "alive", "registered", "dead",
-                 "items")
+STATUS_VALUES = (
+    "ts",
+    "completed",
+    "total",
+    "in_flight",
+    "queue_depth",
+    "retries",
+    "alive",
+    "registered",
+    "dead",
+    "items",
+)
 NAN = math.nan
 _TS, _DONE, _TOTAL, _FLIGHT, _QUEUE, _RETRIES, _ALIVE, _REG, _DEAD, _ITEMS = range(len(STATUS_VALUES))
 
@@ -56,10 +66,15 @@ class _StageRows:
         pinned = p is None
         if p is not None:
             counts, before = (v[_TOTAL], v[_ALIVE], v[_REG], v[_DEAD]), (p[_TOTAL], p[_ALIVE], p[_REG], p[_DEAD])
-            change = tail != self.prev_tail or (queue == 0 and (v[_DONE] != p[_DONE] or v[_FLIGHT] != p[_FLIGHT])) \
-                or (counts != before and any(a != b and a is not None and b is not None
-                                             for a, b in zip(counts, before, strict=True))) \
+            change = (
+                tail != self.prev_tail
+                or (queue == 0 and (v[_DONE] != p[_DONE] or v[_FLIGHT] != p[_FLIGHT]))
+                or (
+                    counts != before
+                    and any(a != b and a is not None and b is not None for a, b in zip(counts, before, strict=True))
+                )
                 or (v[_RETRIES] is not None and self.retries is not None and v[_RETRIES] != self.retries)
+            )
             same = key == self.prev_key
             if change or same != self.prev_same:
                 recent[-1][1] = True  # the row before a change, or the last/first of a run of equal rows
@@ -176,8 +191,10 @@ class StatusSeries:
             cols = rows.columns()
             parts.append(cols)
             names.append(np.full(len(cols[0]), rows.name, dtype=object))
-        data = {c: np.concatenate([np.asarray(p[k], dtype=float) for p in parts]) if parts else np.empty(0)
-                for k, c in enumerate(STATUS_VALUES)}
+        data = {
+            c: np.concatenate([np.asarray(p[k], dtype=float) for p in parts]) if parts else np.empty(0)
+            for k, c in enumerate(STATUS_VALUES)
+        }
         seq = np.concatenate([np.asarray(p[-1], dtype=np.int64) for p in parts]) if parts else np.empty(0, int)
         data["stage"] = np.concatenate(names) if names else np.empty(0, dtype=object)
         order = np.lexsort((seq, data["ts"]))  # NaN times sort last, as sort_values puts them
@@ -350,8 +367,10 @@ class AttemptTable:
         done = self._code["outcome"].get("done")
         if c is None or done is None or not len(self.shard):
             return np.empty(0)
-        rows = np.flatnonzero((np.frombuffer(self.codes["stage"], dtype=np.int32) == c)
-                              & (np.frombuffer(self.codes["outcome"], dtype=np.int32) == done))[::-1]
+        rows = np.flatnonzero(
+            (np.frombuffer(self.codes["stage"], dtype=np.int32) == c)
+            & (np.frombuffer(self.codes["outcome"], dtype=np.int32) == done)
+        )[::-1]
         _, first = np.unique(np.frombuffer(self.shard, dtype=np.int64)[rows], return_index=True)
         ends = np.frombuffer(self.floats["end_ts"], dtype=float)[rows[first]]
         return ends[~np.isnan(ends)]

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 
 from zephyr_debug import zephyrlog
@@ -93,9 +94,17 @@ def grep_hits(path: str) -> Iterator[Hit]:
         raise GrepFailed(path)
     args = [binary, "-a", "-n", "-b", "-F", "--color=never"] + [a for k in KEYWORDS for a in ("-e", " " + k.decode())]
     try:
-        with open(path, "rb", buffering=0) as fh, subprocess.Popen(
-                [*args, "--", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                env={**os.environ, "LC_ALL": "C"}, bufsize=1 << 20) as proc:
+        with (
+            open(path, "rb", buffering=0) as fh,
+            subprocess.Popen(
+                [*args, "--", path],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "LC_ALL": "C"},
+                bufsize=1 << 20,
+            ) as proc,
+        ):
             read, search = _reader(fh.fileno()), EVENT_RE.search
             for raw in proc.stdout:
                 number, offset, line = raw.split(b":", 2)
@@ -129,7 +138,7 @@ def _block(read, start: int, stop: int, line: bytes) -> bytes:
     died, the faulthandler dump printed shortly before it goes first."""
     after = read(stop, BLOCK_BYTES)
     m = LINE_START_RE.search(after)
-    text = line + after[:m.start() if m else len(after)]
+    text = line + after[: m.start() if m else len(after)]
     if b"Subprocess for shard" in text:
         lo = max(0, start - BLOCK_BYTES)
         before = read(lo, start - lo)
@@ -137,7 +146,7 @@ def _block(read, start: int, stop: int, line: bytes) -> bytes:
         if i >= 0:
             j = before.find(DUMP_END, i)
             k = before.find(b"\n", j) if j >= 0 else -1
-            text = before[i:k if k >= 0 else len(before)].rstrip() + b"\n" + text
+            text = before[i : k if k >= 0 else len(before)].rstrip() + b"\n" + text
     return text
 
 
@@ -170,7 +179,7 @@ def range_hits(path: str, start: int, end: int, lines: list[int], chunk_bytes: i
                     buf.extend(bytes(len(buf)))
                     continue
             yield from _hits(buf, cut, pos, read, lines)
-            buf[:avail - cut] = buf[cut:avail]
+            buf[: avail - cut] = buf[cut:avail]
             fill, pos = avail - cut, pos + cut
 
 
@@ -184,7 +193,7 @@ def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
             fh.readline()
             bounds.append(max(fh.tell(), bounds[-1]))
     bounds.append(size)
-    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [(a, b) for a, b in pairwise(bounds) if b > a]
 
 
 def _python_scan(path: Path, size: int, processes: int | None) -> Iterator[tuple[Iterable[Hit], list[int]]]:
@@ -252,8 +261,9 @@ class LogScanner:
                     self.stamps[len(buf)] = ts
                 buf += b" " + part.encode("utf-8", "replace") + b"\n"
         data = bytes(buf)
-        for offset, _, kw, line, block in _hits(data, len(data), 0, lambda offset, size: data[offset:offset + size],
-                                                [0]):
+        for offset, _, kw, line, block in _hits(
+            data, len(data), 0, lambda offset, size: data[offset : offset + size], [0]
+        ):
             self._line(line, kw, None, block, offset)
         self.stamps, self.records = {}, False
 
@@ -265,8 +275,10 @@ class LogScanner:
         lines = tail.count(b"\n") or 1
         spam = tail.count(SPAM)
         if spam >= SPAM_SHARE * lines:
-            self.tl.notes.append(f"{path.name}: {spam * 100 // lines}% of the last {lines} lines are pull_task "
-                                 "spam; a line-limited log window may hold no progress lines")
+            self.tl.notes.append(
+                f"{path.name}: {spam * 100 // lines}% of the last {lines} lines are pull_task "
+                "spam; a line-limited log window may hold no progress lines"
+            )
 
     def _line(self, line: bytes, kw: bytes, line_no: int | None, block: bytes | None, offset: int) -> None:
         first = line[:1]
@@ -275,8 +287,11 @@ class LogScanner:
             return
         ts = self.stamps.get(offset) if self.stamps else None
         if ts is None:
-            secs = self.date_cache.get(line[:19]) if line[19:20] == b"," and line[23:24] == b" " \
-                and line[20:23].isdigit() else None
+            secs = (
+                self.date_cache.get(line[:19])
+                if line[19:20] == b"," and line[23:24] == b" " and line[20:23].isdigit()
+                else None
+            )
             if secs is not None:  # Python logging's `2026-12-02 21:59:16,743 ` of a second already seen
                 ts = self.last_ts = secs + int(line[20:23]) / 1000
             else:
