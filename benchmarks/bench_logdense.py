@@ -5,7 +5,7 @@ The generated log is what a long job with 100k+ shards writes: stages of `SHARDS
 (`n/N complete, … items=…`), a task-error requeue every `REQUEUE_EVERY` shards (then a second
 attempt), and a tail per stage (queue empty, shards finishing one by one; the last stage's final
 shard stuck with its item count frozen). Every line comes from `zephyrlog`'s writer formats.
-Size: `ZDEBUG_BENCH_DENSE_MB` (default 1024; `--quick` 48). The load runs in a child process so
+Size: `ZDEBUG_BENCH_DENSE_MB` (default 1024; `--quick` 48, whole stages: ~93 MiB). The load runs in a child process so
 that its peak RSS (`ru_maxrss`) is the rebuild's alone.
 """
 
