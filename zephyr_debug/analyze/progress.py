@@ -116,7 +116,7 @@ def stalled(ev: Evidence, stall_s: float) -> Finding | None:
     if since < stall_s:
         return None
     return Finding(kind="stalled", causes=("stalled",), severity=ERROR,
-                   title=f"no progress for {since / 60:.0f} min",
+                   title=f"no progress for {_minutes(since)}: ZephyrPipelineProgressStalled fires",
                    evidence=(f"no stage start or shard completion since {since / 60:.1f} min (alert threshold "
                              f"{stall_s / 60:.0f} min: ZephyrPipelineProgressStalled fires)",),
                    next=("zdebug playbook stall-alert",))
@@ -141,6 +141,10 @@ def headline(ev: Evidence, prog: Progress, pool, shards: pd.DataFrame, found: li
     if problems and not prog.tail:
         state += f"; {len(problems)} problem(s): {problems[0].title}"
     return f"{where}: {state}."
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f}s"
 
 
 def _int(value) -> int:
