@@ -66,7 +66,7 @@ def pairwise(groups: list, truth: list[str]) -> dict:
     def pairs(counts) -> int:
         return sum(n * (n - 1) // 2 for n in counts)
 
-    both = pairs(Counter(zip(groups, truth)).values())
+    both = pairs(Counter(zip(groups, truth, strict=True)).values())
     same_group, same_bug = pairs(Counter(groups).values()), pairs(Counter(truth).values())
     return {
         "precision": both / same_group if same_group else 1.0,

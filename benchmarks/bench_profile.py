@@ -90,7 +90,7 @@ def run(quick: bool = False) -> dict:
     # each sampled window against the mean of the unsampled windows on either side (load drifts)
     ratios = {mode: [] for mode in modes}
     cpu_ratios = {mode: [] for mode in modes}
-    for i, (mode, (dt, n, cpu)) in enumerate(zip(modes, sampled)):
+    for i, (mode, (dt, n, cpu)) in enumerate(zip(modes, sampled, strict=True)):
         ratios[mode].append((n / dt) / statistics.mean(rate_off[i : i + 2]))
         cpu_ratios[mode].append((n / cpu) / statistics.mean(per_cpu_off[i : i + 2]))
     control = statistics.median(ratios["control"])
@@ -107,7 +107,7 @@ def run(quick: bool = False) -> dict:
             f"{(1 - control) * 100:+.2f} %",
             "baseline": "same worker, unsampled control windows (items/s)",
             "baseline_value": round(
-                statistics.median(n / dt for m, (dt, n, _) in zip(modes, sampled) if m == "control"), 1
+                statistics.median(n / dt for m, (dt, n, _) in zip(modes, sampled, strict=True) if m == "control"), 1
             ),
             "ratio": round(ratio, 4),
             "target": f"< {TARGET_PCT:g} %",

@@ -115,7 +115,7 @@ def build(shards: int = 1_000_000, workers: int = 10_000, stages: int = 10, seed
             for i in range(stages)
         ],
     )
-    key = list(zip(attempts["stage"], attempts["shard"]))
+    key = list(zip(attempts["stage"], attempts["shard"], strict=True))
     # A straggler held its stage: it ended after every shard untouched by a fault (+ a heartbeat).
     end = start + secs
     natural = pd.Series(np.where(skew | slow | running, -np.inf, end)).groupby(stage_idx).transform("max").to_numpy()
@@ -146,7 +146,7 @@ def run(quick: bool = False) -> dict:
         return analyze(ev), rank(ev, "memory")
 
     baseline_s, _, _ = _best_of(lambda: ev.attempts.groupby("stage")["elapsed_s"].median(), repeat)
-    value_s, cpu_s, (report, workers) = _best_of(analysis, repeat)
+    value_s, cpu_s, (report, _workers) = _best_of(analysis, repeat)
     shard_findings = [f for f in report.problems if f.shard is not None]
     found = {c: {(f.stage, f.shard) for f in shard_findings if c in f.causes} for c in truth}
     flagged = {(f.stage, f.shard) for f in shard_findings}

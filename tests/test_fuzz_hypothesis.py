@@ -10,6 +10,7 @@ import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -85,7 +86,8 @@ lines = st.one_of(
 )
 
 TEMPLATES = [
-    "{d} INFO zephyr.execution: [{eid}] [{stage}] {n}/{m} complete, {k} in-flight, {q} queued, {a}/{r} workers alive, {x} dead",
+    "{d} INFO zephyr.execution: [{eid}] [{stage}] {n}/{m} complete, {k} in-flight, {q} queued, "
+    "{a}/{r} workers alive, {x} dead",
     "{d} INFO zephyr.execution: [{eid}] Starting stage {stage} (Map) with {m} tasks",
     "{d} INFO zephyr.worker: [{w}] Executing stage {stage} shard {n} (attempt {k})",
     "{d} INFO zephyr.worker: [{w}] Shard {n} done in {f}s",
@@ -173,7 +175,7 @@ def test_any_zephyr_like_log(scratch, body, form):
 class _Replies:
     """A fake coordinator: serves whatever JSON the example put in `routes`."""
 
-    routes: dict[str, bytes] = {}
+    routes: ClassVar[dict[str, bytes]] = {}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -262,7 +264,7 @@ def test_any_coordinator_reply(fake_coordinator, job, status, workers, counters)
 
 def test_a_null_worker_in_a_reply_is_named(fake_coordinator):
     _Replies.routes = {"/job": b"{}", "/status": b"{}", "/workers": b'{"w7": null}', "/counters": b"{}"}
-    code, out, err = run_inprocess(["status", fake_coordinator, "--json"])
+    code, _out, err = run_inprocess(["status", fake_coordinator, "--json"])
     assert code != 0 and "/workers: worker 'w7' is NoneType" in err and "internal error" not in err
 
 

@@ -67,10 +67,8 @@ class PeakRss(threading.Thread):
                 return
             total = 0
             for proc in procs:
-                try:
+                with contextlib.suppress(psutil.NoSuchProcess):
                     total += proc.memory_info().rss
-                except psutil.NoSuchProcess:
-                    pass
             self.peak = max(self.peak, total)
 
 
@@ -121,10 +119,8 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.kill()
         proc.wait(10)
     for child in children:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
-        except psutil.NoSuchProcess:
-            pass
 
 
 def submit(url: str, name: str, argv: list[str], env: dict[str, str]) -> str:

@@ -41,7 +41,7 @@ def real(tmp_path_factory) -> dict[str, Path]:
             ),
             log,
         )
-    for name, (proc, log) in procs.items():
+    for proc, log in procs.values():
         proc.wait(timeout=400)
         log.close()
     return {name: root / name for name in SCENARIOS}

@@ -69,7 +69,7 @@ def test_test_sized_rules_keep_the_production_expressions():
     small = alerts.rules(alerts.thresholds(stall_s=4, stall_for="2s", interval="1s"))["groups"][0]
     prod = alerts.rules()["groups"][0]
     assert small["interval"] == "1s" and prod["interval"] == "1m"
-    stalled = [r for r in small["rules"] if r["alert"] == "ZephyrPipelineProgressStalled"][0]
+    stalled = next(r for r in small["rules"] if r["alert"] == "ZephyrPipelineProgressStalled")
     assert stalled["expr"] == prod["rules"][0]["expr"].replace(">= 2700", ">= 4") and stalled["for"] == "2s"
     assert [r["alert"] for r in small["rules"]] == alerts.NAMES
 

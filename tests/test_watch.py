@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -98,10 +99,8 @@ def read_until(pid: int, fd: int, done, seconds: float) -> tuple[str, int | None
     screen, deadline = b"", time.time() + seconds
     while time.time() < deadline:
         if select.select([fd], [], [], 0.2)[0]:
-            try:
+            with contextlib.suppress(OSError):
                 screen += os.read(fd, 65536)
-            except OSError:
-                pass
         finished, status = os.waitpid(pid, os.WNOHANG)
         if finished:
             return screen.decode(errors="replace"), status

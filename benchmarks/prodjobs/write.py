@@ -30,7 +30,9 @@ EXTRA = {
     ),
     "actor_failed": "Actor method 'run_pipeline' failed: {error}",
     "operation": "Started operation {op} for {actor}.pull_task",
-    "status_ray": "[{stage}] {completed}/{total} complete, {in_flight} in-flight, {queued} queued, {registered} workers",
+    "status_ray": (
+        "[{stage}] {completed}/{total} complete, {in_flight} in-flight, {queued} queued, {registered} workers"
+    ),
     "heavy_import": "JAX version 0.8.0 available.",
 }
 RAY_ACTOR = "(tokenized/nemotron_cc/hq_actual_41c5a4e4 pid=49163, ip=10.128.0.167) "

@@ -111,16 +111,19 @@ class _Context:
         if "Executing stage" in message and (m := EXECUTING.search(message)):
             self.worker, self.stage = m["worker"], m["stage"]
             self.shard, self.attempt = int(m["shard"]), int(m["attempt"])
-        elif "error on shard" in message and (m := WORKER_ERROR.search(message)):
-            if int(m["shard"]) != self.shard or m["worker"] != self.worker:
-                self.worker, self.shard, self.attempt = m["worker"], int(m["shard"]), None
+        elif (
+            "error on shard" in message
+            and (m := WORKER_ERROR.search(message))
+            and (int(m["shard"]) != self.shard or m["worker"] != self.worker)
+        ):
+            self.worker, self.shard, self.attempt = m["worker"], int(m["shard"]), None
 
 
 def decode_lines(raw: Iterable[bytes], stats: Stats) -> Iterator[str]:
     """Binary lines to text: NUL bytes or mostly undecodable lines are skipped and counted."""
     n = 0
     try:
-        for n, data in enumerate(raw, 1):
+        for n, data in enumerate(raw, 1):  # noqa: B007 (`n` is read in `finally`)
             if len(data) > MAX_LINE:
                 data = data[:MAX_LINE]
                 stats.truncated += 1

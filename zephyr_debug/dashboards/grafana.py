@@ -142,7 +142,7 @@ def dashboard() -> dict:
         )
         if spec.stacked:
             panel = panel.stacking(cb.StackingConfig().mode(cm.StackingMode.NORMAL)).fill_opacity(30)
-        for ref, (expr, legend) in zip("ABCDEFGH", spec.queries):
+        for ref, (expr, legend) in zip("ABCDEFGH", spec.queries, strict=False):
             panel = panel.with_target(prometheus.Dataquery().expr(expr).legend_format(legend).ref_id(ref))
         builder = builder.with_panel(panel)
     return json.loads(json.dumps(builder.build(), cls=JSONEncoder))

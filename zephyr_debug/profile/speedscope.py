@@ -59,7 +59,7 @@ def _check(path: Path, doc: dict) -> None:
             bad = next(
                 (
                     j
-                    for j, (s, w) in enumerate(zip(stacks, weights))
+                    for j, (s, w) in enumerate(zip(stacks, weights, strict=True))
                     if not isinstance(s, list) or not all(map(frame_ok, s)) or not number(w)
                 ),
                 None,
@@ -151,7 +151,7 @@ def samples(doc: dict) -> pd.DataFrame:
     rows = []
     for profile in doc["profiles"]:
         if profile.get("type") == "sampled":
-            pairs = zip(profile["samples"], profile["weights"])
+            pairs = zip(profile["samples"], profile["weights"], strict=True)
         else:
             pairs = _evented_stacks(profile["events"])
         rows.extend({"thread": profile["name"], "weight": float(w), "stack": tuple(s)} for s, w in pairs if s)

@@ -55,7 +55,7 @@ def classify_frames(table: pd.DataFrame, rules: dict) -> pd.DataFrame:
     waiting = pd.Series(False, index=table.index)
     for rule in rules["waiting"]["functions"]:
         waiting |= _matches(files, rule["file"]) & _matches(names, rule["function"])
-    lines = [_source_line(f, n) for f, n in zip(files, table["line"])]
+    lines = [_source_line(f, n) for f, n in zip(files, table["line"], strict=True)]
     line_rule = re.compile("|".join(rules["waiting"]["lines"])) if rules["waiting"]["lines"] else None
     if line_rule is not None:
         waiting |= pd.Series([bool(line_rule.search(s)) for s in lines], index=table.index)
@@ -64,7 +64,8 @@ def classify_frames(table: pd.DataFrame, rules: dict) -> pd.DataFrame:
         waiting=waiting,
         code=lines,
         where=[
-            f"{short_path(f)}:{'' if pd.isna(n) else int(n)} {name}" for f, n, name in zip(files, table["line"], names)
+            f"{short_path(f)}:{'' if pd.isna(n) else int(n)} {name}"
+            for f, n, name in zip(files, table["line"], names, strict=True)
         ],
     )
 

@@ -8,6 +8,7 @@ to `kernel.log` like dmesg), and the fault injector for process-level faults.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -268,10 +269,8 @@ class Job:
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def run_job(config: JobConfig) -> JobResult:

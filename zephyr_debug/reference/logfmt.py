@@ -6,6 +6,7 @@ Lines are written the way Python logging formats them in Zephyr:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from pathlib import Path
@@ -50,8 +51,5 @@ class LineLog:
                     pass
 
     def close(self) -> None:
-        with self._lock:
-            try:
-                self._fh.close()
-            except OSError:
-                pass
+        with self._lock, contextlib.suppress(OSError):
+            self._fh.close()

@@ -28,7 +28,7 @@ def err_console() -> Console:
 
 # Longer evidence lines are cut when shown: rich wraps a line in quadratic time.
 MAX_LINE_CHARS = 2000
-_LONG_LINE = re.compile(r"[^\n]{%d}[^\n]+" % MAX_LINE_CHARS)
+_LONG_LINE = re.compile(rf"[^\n]{{{MAX_LINE_CHARS}}}[^\n]+")
 
 
 def safe(text: object) -> str:

@@ -154,7 +154,7 @@ def _short_names(workers) -> tuple[dict[str, str], str]:
     workers = [str(w) for w in workers]
     if len(set(workers)) < 2:
         return {w: w for w in workers}, ""
-    prefix = os.path.commonprefix(workers)
+    prefix = os.path.commonprefix(workers)  # noqa: RUF071 (ids, not paths: cut at a separator below)
     cut = max(prefix.rfind(c) for c in "-_:/.") + 1
     return {w: w[cut:] for w in workers}, prefix[:cut]
 

@@ -1,8 +1,10 @@
 """One loader over every kind of evidence: `load(target) -> Evidence`.
 
-`target` is a live coordinator URL, an Iris job (`iris://HOST:PORT/<job-id>`), a run in Prometheus (`prometheus+URL?run=ID`), a job
-dir, Zephyr's telemetry in finelog (`finelog://HOST:PORT/<execution_id>`), an execution id (or unique prefix, or `latest`) in the job store, or a file / directory of other evidence. Content decides the
-format: each entry of `FILE_LOADERS` sniffs a path and returns Evidence or None.
+`target` is a live coordinator URL, an Iris job (`iris://HOST:PORT/<job-id>`), a run in
+Prometheus (`prometheus+URL?run=ID`), a job dir, Zephyr's telemetry in finelog
+(`finelog://HOST:PORT/<execution_id>`), an execution id (or unique prefix, or `latest`) in the
+job store, or a file / directory of other evidence. Content decides the format: each entry of
+`FILE_LOADERS` sniffs a path and returns Evidence or None.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ SECONDS` (commands/common.py) sets the default deadline for the whole process.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -66,10 +67,8 @@ class _Watchdog:
         self.fired = True
         sock = self.conn.sock
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError):  # already closed
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:  # already closed
-                pass
 
     def __enter__(self) -> _Watchdog:
         self.timer.start()

@@ -111,7 +111,9 @@ def _add_usage(iris: IrisClient, got: Fetched) -> None:
     usage: dict[str, dict] = {}
     failed: list[str] = []
     with ThreadPoolExecutor(max_workers=16) as workers:
-        for address, result in zip(addresses, workers.map(lambda a: _try(iris.worker_usage, a), addresses)):
+        for address, result in zip(
+            addresses, workers.map(lambda a: _try(iris.worker_usage, a), addresses), strict=True
+        ):
             if isinstance(result, Exception):
                 failed.append(f"{address} ({str(result).splitlines()[0][:100]})")
             else:

@@ -9,6 +9,7 @@ that. Prometheus holds no traceback text, so `crashes` stays empty.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -247,7 +248,7 @@ def _stages(series) -> list[StageInfo]:
             )
         )
     stages.sort(key=lambda s: s.index)
-    for before, after in zip(stages, stages[1:]):
+    for before, after in itertools.pairwise(stages):
         before.end_ts = after.start_ts
     return stages
 
@@ -288,7 +289,7 @@ def _workers(series, now: float) -> pd.DataFrame:
     rows = []
     for worker, r in seen.iterrows():
 
-        def latest(name: str, scale: float = 1.0):
+        def latest(name: str, scale: float = 1.0, worker=worker):
             s = series(name)
             s = s[s["worker"] == worker]
             return None if s.empty else round(float(s.loc[s["ts"].idxmax(), "value"]) / scale, 2)
