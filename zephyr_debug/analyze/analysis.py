@@ -90,42 +90,98 @@ class Analysis:
         return tuple(f for f in self.findings if f.all_shards)
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, "job": self.job, "state": self.state, "source": self.source,
-                "headline": self.headline, "healthy": self.healthy, "progress": self.progress.to_json(),
-                "workers": {"alive": self.pool.alive, "dead": self.pool.dead, "registered": self.pool.registered,
-                            "counted_from": self.pool.counted_from},
-                "stages": [s.to_json() for s in self.stages], "tail": [t.to_json() for t in self.tail],
-                "findings": [dict(f.to_json(), rank=i) for i, f in enumerate(self.findings, 1)],
-                "next": list(self.next), "warnings": list(self.warnings),
-                "thresholds": {**{k: getattr(self.thresholds, k) for k in self.thresholds.__dataclass_fields__},
-                               "heartbeat_interval_s": self.heartbeat_interval_s}}
-
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "job": self.job,
+            "state": self.state,
+            "source": self.source,
+            "headline": self.headline,
+            "healthy": self.healthy,
+            "progress": self.progress.to_json(),
+            "workers": {
+                "alive": self.pool.alive,
+                "dead": self.pool.dead,
+                "registered": self.pool.registered,
+                "counted_from": self.pool.counted_from,
+            },
+            "stages": [s.to_json() for s in self.stages],
+            "tail": [t.to_json() for t in self.tail],
+            "findings": [dict(f.to_json(), rank=i) for i, f in enumerate(self.findings, 1)],
+            "next": list(self.next),
+            "warnings": list(self.warnings),
+            "thresholds": {
+                **{k: getattr(self.thresholds, k) for k in self.thresholds.__dataclass_fields__},
+                "heartbeat_interval_s": self.heartbeat_interval_s,
+            },
+        }
 
     def stragglers_json(self) -> dict[str, Any]:
         """`zdebug stragglers --json`: stages, tail episodes and the findings about stages/shards."""
-        return {"schema_version": SCHEMA_VERSION, "job": self.job, "state": self.state, "source": self.source,
-                "headline": self.headline, "stages": [s.to_json() for s in self.stages],
-                "tail": [t.to_json() for t in self.tail],
-                "findings": [f.to_json() for f in self.problems if f.stage is not None],
-                "thresholds": self.to_json()["thresholds"], "warnings": list(self.warnings)}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "job": self.job,
+            "state": self.state,
+            "source": self.source,
+            "headline": self.headline,
+            "stages": [s.to_json() for s in self.stages],
+            "tail": [t.to_json() for t in self.tail],
+            "findings": [f.to_json() for f in self.problems if f.stage is not None],
+            "thresholds": self.to_json()["thresholds"],
+            "warnings": list(self.warnings),
+        }
 
     def status_json(self, workers: list[dict[str, Any]]) -> dict[str, Any]:
         """`zdebug status --json`: the newest status, counts, the headline and the findings."""
         p = self.progress.to_json()
-        return {"schema_version": SCHEMA_VERSION, "job": self.job, "state": self.state, "source": self.source,
-                **{k: p[k] for k in ("stage", "completed", "total", "in_flight", "queue_depth", "retries",
-                                     "retries_total", "failures_absorbed", "done", "fatal_error", "progress_time",
-                                     "since_progress_s", "ended_at", "tail")},
-                "alive": self.pool.alive, "dead": self.pool.dead, "failed": self.pool.dead,
-                "registered": self.pool.registered, "workers": workers,
-                "stalled": any(f.kind == "stalled" for f in self.findings), "headline": self.headline,
-                "diagnosis": " ".join([self.headline, *(f"{f.title}." for f in self.problems[:3])]),
-                "healthy": self.healthy,
-                "stragglers": [{"shard": f.shard, "stage": f.stage, "worker": f.worker, "cause": f.kind,
-                                "elapsed_s": clean_number(f.elapsed_s), "next": list(f.next)}
-                               for f in self.problems if f.shard is not None],
-                "findings": [f.to_json() for f in self.findings], "next": list(self.next),
-                "warnings": list(self.warnings)}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "job": self.job,
+            "state": self.state,
+            "source": self.source,
+            **{
+                k: p[k]
+                for k in (
+                    "stage",
+                    "completed",
+                    "total",
+                    "in_flight",
+                    "queue_depth",
+                    "retries",
+                    "retries_total",
+                    "failures_absorbed",
+                    "done",
+                    "fatal_error",
+                    "progress_time",
+                    "since_progress_s",
+                    "ended_at",
+                    "tail",
+                )
+            },
+            "alive": self.pool.alive,
+            "dead": self.pool.dead,
+            "failed": self.pool.dead,
+            "registered": self.pool.registered,
+            "workers": workers,
+            "stalled": any(f.kind == "stalled" for f in self.findings),
+            "headline": self.headline,
+            "diagnosis": " ".join([self.headline, *(f"{f.title}." for f in self.problems[:3])]),
+            "healthy": self.healthy,
+            "stragglers": [
+                {
+                    "shard": f.shard,
+                    "stage": f.stage,
+                    "worker": f.worker,
+                    "cause": f.kind,
+                    "elapsed_s": clean_number(f.elapsed_s),
+                    "next": list(f.next),
+                }
+                for f in self.problems
+                if f.shard is not None
+            ],
+            "findings": [f.to_json() for f in self.findings],
+            "next": list(self.next),
+            "warnings": list(self.warnings),
+        }
 
 
 def heartbeat_interval(ev: Evidence) -> float:
@@ -169,20 +225,35 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     sizes_from = "Zephyr's telemetry" if "finelog" in ev.provenance else ""
     if ev.state != "running":  # an interrupted job runs nothing: its last attempts are not in flight any more
         judged &= ~shards["running"]
-    stalled_now = (ev.state == "running") & shards["running"].to_numpy(dtype=bool) & shards["holder_alive"].to_numpy(dtype=bool) & (
-        shards["plateau_now_s"].to_numpy(dtype=float) >= th.stuck_heartbeats * hb)  # stuck needs no peers
+    stalled_now = (
+        (ev.state == "running")
+        & shards["running"].to_numpy(dtype=bool)
+        & shards["holder_alive"].to_numpy(dtype=bool)
+        & (shards["plateau_now_s"].to_numpy(dtype=float) >= th.stuck_heartbeats * hb)
+    )  # stuck needs no peers
     for r in shards[(shards["outlier"].fillna(False).astype(bool) & held_enough & judged) | stalled_now].itertuples():
-        if (r.stage, int(r.shard)) in covered or (gone and r.running) or (r.running and r.holder_known
-                                                                             and not r.holder_alive):
+        if (
+            (r.stage, int(r.shard)) in covered
+            or (gone and r.running)
+            or (r.running and r.holder_known and not r.holder_alive)
+        ):
             continue  # explained by a failure, the dead pool, or its dead holder
         st = stats.loc[r.stage] if r.stage in stats.index else pd.Series(np.nan, index=outliers.STAGE_STATS)
-        view = causes.StageView(st["median_s"], st["p99_s"], st["cut_s"], int(np.nan_to_num(st["peers"])),
-                                frozen if r.stage == prog.stage else 0.0, solo.get(r.stage), sizes_from)
+        view = causes.StageView(
+            st["median_s"],
+            st["p99_s"],
+            st["cut_s"],
+            int(np.nan_to_num(st["peers"])),
+            frozen if r.stage == prog.stage else 0.0,
+            solo.get(r.stage),
+            sizes_from,
+        )
         cost = Cost(held_s=float(r.held_s), idle_worker_hours=idle(r.stage, float(r.expected_end), float(r.end)))
         found.append(causes.straggler(r, view, hb, th, steps, cost))
     if not gone:
-        found += _solo_tails(ev, shards, solo, {f.stage for f in found if f.stage and f.severity != INFO}, hb, th,
-                             steps, idle)
+        found += _solo_tails(
+            ev, shards, solo, {f.stage for f in found if f.stage and f.severity != INFO}, hb, th, steps, idle
+        )
     stragglers = [f for f in found if f.kind in causes.STRAGGLER_KINDS]
     if frozen >= th.stuck_heartbeats * hb and not any(f.stage == prog.stage for f in stragglers) and not gone:
         found.append(causes.frozen_stage(prog, frozen, hb, steps))
@@ -194,16 +265,31 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     stall = progress.stalled(ev, th.stall_s)
     if stall is not None:
         found.append(stall)
-    found += counters.findings(ev, steps, found, earlier=list(earlier), shards=shards) + churn.findings(ev, steps, found)
+    found += counters.findings(ev, steps, found, earlier=list(earlier), shards=shards) + churn.findings(
+        ev, steps, found
+    )
     found = known.findings(ev, found, steps)
-    found.sort(key=lambda f: (SEVERITIES.index(f.severity), -f.cost.worker_hours, -f.cost.held_s,
-                              -(f.elapsed_s or 0.0)))
+    found.sort(
+        key=lambda f: (SEVERITIES.index(f.severity), -f.cost.worker_hours, -f.cost.held_s, -(f.elapsed_s or 0.0))
+    )
     rows = _stage_rows(ev, stats)
-    return Analysis(job=ev.job, target=steps.target, state=ev.state, source=ev.source,
-                    headline=progress.headline(ev, prog, pool, shards, found), progress=prog, pool=pool,
-                    stages=rows, tail=tail, findings=tuple(found), crash_groups=tuple(groups),
-                    heartbeat_interval_s=hb, thresholds=th, warnings=tuple(ev.warnings),
-                    next=tuple(dict.fromkeys(step for f in found if f.severity != INFO for step in f.next[:1])))
+    return Analysis(
+        job=ev.job,
+        target=steps.target,
+        state=ev.state,
+        source=ev.source,
+        headline=progress.headline(ev, prog, pool, shards, found),
+        progress=prog,
+        pool=pool,
+        stages=rows,
+        tail=tail,
+        findings=tuple(found),
+        crash_groups=tuple(groups),
+        heartbeat_interval_s=hb,
+        thresholds=th,
+        warnings=tuple(ev.warnings),
+        next=tuple(dict.fromkeys(step for f in found if f.severity != INFO for step in f.next[:1])),
+    )
 
 
 def _crash_groups(ev: Evidence) -> list:
@@ -236,18 +322,27 @@ def _idle_hours(ev: Evidence):
     return idle
 
 
-def _solo_tails(ev: Evidence, shards: pd.DataFrame, solo: dict, explained: set, hb: float, th: Thresholds,
-                steps: Steps, idle) -> list[Finding]:
+def _solo_tails(
+    ev: Evidence, shards: pd.DataFrame, solo: dict, explained: set, hb: float, th: Thresholds, steps: Steps, idle
+) -> list[Finding]:
     """Stages whose status lines show one shard alone in flight for longer than `alone_shards`
     typical runs, that no shard-level finding explains (a coordinator-only log)."""
     out = []
     for stage, al in solo.items():
-        if al is None or stage in explained or not al.shard_s > 0 or al.seconds < th.alone_shards * al.shard_s \
-                or al.seconds < th.min_held_heartbeats * hb:
+        if (
+            al is None
+            or stage in explained
+            or not al.shard_s > 0
+            or al.seconds < th.alone_shards * al.shard_s
+            or al.seconds < th.min_held_heartbeats * hb
+        ):
             continue
         seen = shards["running"].to_numpy(dtype=bool) | shards["done"].to_numpy(dtype=bool) if len(shards) else []
-        mine = shards[seen & (shards["stage"] == stage) & (shards["end"] >= al.end - max(2 * hb, 10.0))] \
-            if len(shards) else shards
+        mine = (
+            shards[seen & (shards["stage"] == stage) & (shards["end"] >= al.end - max(2 * hb, 10.0))]
+            if len(shards)
+            else shards
+        )
         one = mine.iloc[0] if len(mine) == 1 else None
         shard = int(one["shard"]) if one is not None else None
         worker = one["worker"] if one is not None and isinstance(one["worker"], str) else None
@@ -256,8 +351,9 @@ def _solo_tails(ev: Evidence, shards: pd.DataFrame, solo: dict, explained: set, 
     return out
 
 
-def _all_dead(ev: Evidence, pool: liveness.Pool, shards: pd.DataFrame, steps: Steps, idle,
-              prog: progress.Progress) -> Finding:
+def _all_dead(
+    ev: Evidence, pool: liveness.Pool, shards: pd.DataFrame, steps: Steps, idle, prog: progress.Progress
+) -> Finding:
     stage = prog.stage or failures.current_stage(ev, shards) or "?"
     waiting = shards[~shards["done"].to_numpy(dtype=bool) & (shards["stage"] == stage)] if len(shards) else shards
     lines = list(pool.all_dead_evidence)
@@ -269,18 +365,27 @@ def _all_dead(ev: Evidence, pool: liveness.Pool, shards: pd.DataFrame, steps: St
             lines.append("their last holders: " + ", ".join(sorted({str(w) for w in dead["worker"]})[:5]))
     held = max(0.0, ev.now - (ev.progress_time or ev.now))
     counts = f" ({prog.completed}/{prog.total} complete)" if prog.total else ""
-    return Finding(kind="all-workers-dead", causes=("all-workers-dead",), severity=ERROR, stage=stage,
-                   title=f"no worker is alive: {stage} cannot finish{counts}",
-                   evidence=tuple(lines), next=tuple(steps.for_workers("all-workers-dead")),
-                   cost=Cost(held_s=held))
+    return Finding(
+        kind="all-workers-dead",
+        causes=("all-workers-dead",),
+        severity=ERROR,
+        stage=stage,
+        title=f"no worker is alive: {stage} cannot finish{counts}",
+        evidence=tuple(lines),
+        next=tuple(steps.for_workers("all-workers-dead")),
+        cost=Cost(held_s=held),
+    )
 
 
 def _dead_holders(ev: Evidence, shards: pd.DataFrame, covered: set, steps: Steps) -> list[Finding]:
     """Running shards whose holder is failed, or silent past the heartbeat timeout: one per worker."""
     if ev.state not in ("running", "interrupted"):
         return []
-    dead = shards[shards["running"].to_numpy(dtype=bool) & shards["holder_known"].to_numpy(dtype=bool)
-                  & ~shards["holder_alive"].to_numpy(dtype=bool)]
+    dead = shards[
+        shards["running"].to_numpy(dtype=bool)
+        & shards["holder_known"].to_numpy(dtype=bool)
+        & ~shards["holder_alive"].to_numpy(dtype=bool)
+    ]
     out = []
     for worker, rows in dead.groupby("worker", observed=True):
         rows = rows[[(r.stage, int(r.shard)) not in covered for r in rows.itertuples()]]
@@ -288,15 +393,26 @@ def _dead_holders(ev: Evidence, shards: pd.DataFrame, covered: set, steps: Steps
             continue
         r = rows.iloc[0]
         seen = r["holder_seen_ago"]
-        out.append(Finding(
-            kind="dead-holder", causes=("dead-holder",), severity=WARNING, stage=r["stage"], shard=int(r["shard"]),
-            shards=tuple(int(s) for s in rows["shard"]), worker=str(worker),
-            title=f"shard(s) {', '.join(str(int(s)) for s in rows['shard'])} of {r['stage']} held by "
-                  f"{r['holder_state']} worker {worker}",
-            evidence=(f"holder {worker} is {r['holder_state']}"
-                      + ("" if math.isnan(seen) else f", last seen {seen:.0f}s ago")
-                      + ": Zephyr requeues the shard at the heartbeat timeout",),
-            next=tuple(steps.for_workers("dead-holder")), elapsed_s=float(r["elapsed_s"])))
+        out.append(
+            Finding(
+                kind="dead-holder",
+                causes=("dead-holder",),
+                severity=WARNING,
+                stage=r["stage"],
+                shard=int(r["shard"]),
+                shards=tuple(int(s) for s in rows["shard"]),
+                worker=str(worker),
+                title=f"shard(s) {', '.join(str(int(s)) for s in rows['shard'])} of {r['stage']} held by "
+                f"{r['holder_state']} worker {worker}",
+                evidence=(
+                    f"holder {worker} is {r['holder_state']}"
+                    + ("" if math.isnan(seen) else f", last seen {seen:.0f}s ago")
+                    + ": Zephyr requeues the shard at the heartbeat timeout",
+                ),
+                next=tuple(steps.for_workers("dead-holder")),
+                elapsed_s=float(r["elapsed_s"]),
+            )
+        )
     return out
 
 
@@ -304,12 +420,24 @@ def _aborted(ev: Evidence, prog: progress.Progress, steps: Steps, found: list[Fi
     """The abort itself, pointing at the finding that caused it (job-level: it covers no shard)."""
     lines = (ev.fatal_error or "unknown reason").strip().splitlines()
     shard = failures.aborting_shard(ev)
-    cause = next((f for f in found if f.severity == ERROR and (f.kind == "all-workers-dead" or
-                  (shard is not None and shard in f.all_shards))), None)
+    cause = next(
+        (
+            f
+            for f in found
+            if f.severity == ERROR and (f.kind == "all-workers-dead" or (shard is not None and shard in f.all_shards))
+        ),
+        None,
+    )
     why = [f"caused by: {cause.title}"] if cause else []
-    return Finding(kind="aborted", causes=("aborted",), severity=ERROR, stage=prog.stage,
-                   title=f"job aborted in {prog.stage}: {lines[0]}", evidence=tuple(why + lines[1:4]),
-                   next=tuple(steps.for_failure("aborted", shard)))
+    return Finding(
+        kind="aborted",
+        causes=("aborted",),
+        severity=ERROR,
+        stage=prog.stage,
+        title=f"job aborted in {prog.stage}: {lines[0]}",
+        evidence=tuple(why + lines[1:4]),
+        next=tuple(steps.for_failure("aborted", shard)),
+    )
 
 
 def _stage_rows(ev: Evidence, stats: pd.DataFrame) -> tuple[StageRow, ...]:
@@ -319,9 +447,21 @@ def _stage_rows(ev: Evidence, stats: pd.DataFrame) -> tuple[StageRow, ...]:
     out = []
     for name in names:
         st = stats.loc[name] if name in stats.index else None
+
         def val(col: str):
             return None if st is None else st[col]
-        out.append(StageRow(stage=name, total=int(val("total") or totals.get(name, 0)), done=int(val("done") or 0),
-                            running=int(val("running") or 0), median_s=val("median_s"), p90_s=val("p90_s"),
-                            p99_s=val("p99_s"), cut_s=val("cut_s"), wall_s=walls.get(name)))
+
+        out.append(
+            StageRow(
+                stage=name,
+                total=int(val("total") or totals.get(name, 0)),
+                done=int(val("done") or 0),
+                running=int(val("running") or 0),
+                median_s=val("median_s"),
+                p90_s=val("p90_s"),
+                p99_s=val("p99_s"),
+                cut_s=val("cut_s"),
+                wall_s=walls.get(name),
+            )
+        )
     return tuple(out)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.analyze.progress import Alone
 from zephyr_debug.analyze.thresholds import MIN_WORKER_SHARDS, Thresholds
-from zephyr_debug.findings import WARNING, Cost, Finding
+from zephyr_debug.findings import CAUSES, WARNING, Cost, Finding
 
 STRAGGLER_KINDS = ("stuck", "slow-worker", "data-skew", "undetermined")
 FROZEN_LINES = 3  # status lines (one per heartbeat interval) in a row with the same items= while a shard runs alone
@@ -66,6 +66,9 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
                        else "no source names the shard's worker")
     if "slow-worker" not in causes and not stuck:
         causes += _data(r, slow_worker, th, lines, missing, stage.sizes_from)
+    elif "slow-worker" in causes and _known(r.size_ratio) and r.size_ratio >= th.skew_items:
+        lines.append(f"and its input is {r.size_ratio:.1f}x the stage median: a bigger shard on a slow worker")
+        causes.append("data-skew")  # two true causes: both listed
     if not causes and not stuck and "slow-worker" not in causes:
         causes += _alone_rate(r, None if r.size_is_rows else stage.alone_for(r, hb),
                               slow_worker and r.worker_speed > th.slow_worker_speed,
@@ -73,6 +76,7 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
     if not causes:
         causes.append("undetermined")
         lines.append("cause undetermined: " + "; ".join(missing or ["the evidence cannot tell size, speed or a stall apart"]))
+    causes.sort(key=CAUSES.index)
     kind = causes[0]
     nxt = steps.for_straggler(kind, worker, int(r.shard), live=bool(r.running))
     ratio = r.own_s / stage.median_s if stage.median_s == stage.median_s and stage.median_s else None

@@ -4,9 +4,9 @@ replacement workers. Windows scale with the heartbeat timeout (Zephyr: 120 s; th
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +41,13 @@ class WorkerChurn:
     times: tuple[float, ...]  # each loss
 
     def to_json(self) -> dict[str, Any]:
-        return {"worker": self.worker, "reregistered": self.reregistered, "heartbeat_timeouts": self.timeouts,
-                "max_per_window": self.max_per_window, "times": [clean_number(t) for t in self.times]}
+        return {
+            "worker": self.worker,
+            "reregistered": self.reregistered,
+            "heartbeat_timeouts": self.timeouts,
+            "max_per_window": self.max_per_window,
+            "times": [clean_number(t) for t in self.times],
+        }
 
 
 def timeout_s(ev: Evidence) -> float:
@@ -68,8 +73,15 @@ def per_worker(ev: Evidence, rules: ChurnRules = ChurnRules()) -> list[WorkerChu
             times.append(ts)
             last_timeout = ts if event == "heartbeat-timeout" else None
         peak = max((sum(1 for u in times if t <= u < t + window) for t in times), default=0)
-        out.append(WorkerChurn(worker, sum(e == "reregistered" for _, e in events),
-                               sum(e == "heartbeat-timeout" for _, e in events), peak, tuple(times)))
+        out.append(
+            WorkerChurn(
+                worker,
+                sum(e == "reregistered" for _, e in events),
+                sum(e == "heartbeat-timeout" for _, e in events),
+                peak,
+                tuple(times),
+            )
+        )
     return sorted(out, key=lambda w: (-len(w.times), w.worker))
 
 
@@ -91,13 +103,27 @@ def requeues(ev: Evidence) -> pd.DataFrame:
     # only the shards that lost an attempt (a million healthy attempts need no sort)
     keys = a.loc[a["kind"] == INFRA, ["stage", "shard"]].drop_duplicates()
     a = a.merge(keys, on=["stage", "shard"], how="inner")
-    a = a.assign(shard=pd.to_numeric(a["shard"], errors="coerce"), attempt=pd.to_numeric(a["attempt"], errors="coerce"),
-                 end_ts=pd.to_numeric(a["end_ts"], errors="coerce")).dropna(subset=["shard", "attempt"])
+    a = a.assign(
+        shard=pd.to_numeric(a["shard"], errors="coerce"),
+        attempt=pd.to_numeric(a["attempt"], errors="coerce"),
+        end_ts=pd.to_numeric(a["end_ts"], errors="coerce"),
+    ).dropna(subset=["shard", "attempt"])
     a = a.sort_values(["stage", "shard", "attempt"], kind="stable")
     nxt = a.groupby(["stage", "shard"], sort=False)["worker"].shift(-1)
     lost = (a["kind"] == INFRA) & a["end_ts"].notna()
-    return pd.DataFrame({"stage": a["stage"], "shard": a["shard"].astype(int), "lost_from": a["worker"],
-                         "at": a["end_ts"], "claimed_by": nxt})[lost].sort_values("at").reset_index(drop=True)
+    return (
+        pd.DataFrame(
+            {
+                "stage": a["stage"],
+                "shard": a["shard"].astype(int),
+                "lost_from": a["worker"],
+                "at": a["end_ts"],
+                "claimed_by": nxt,
+            }
+        )[lost]
+        .sort_values("at")
+        .reset_index(drop=True)
+    )
 
 
 def findings(ev: Evidence, steps: Steps, found: list[Finding] = (), rules: ChurnRules = ChurnRules()) -> list[Finding]:
@@ -119,8 +145,13 @@ def findings(ev: Evidence, steps: Steps, found: list[Finding] = (), rules: Churn
         if w.worker in crashers:
             continue
         # a loss within one timeout after the worker lost a shard another finding explains is that finding's
-        own = [t for t in w.times if not any(0 <= t - u <= timeout_s(ev) or 0 <= u - t <= timeout_s(ev)
-                                              for u in lost_on_covered.get(w.worker, []))]
+        own = [
+            t
+            for t in w.times
+            if not any(
+                0 <= t - u <= timeout_s(ev) or 0 <= u - t <= timeout_s(ev) for u in lost_on_covered.get(w.worker, [])
+            )
+        ]
         peak = max((sum(1 for u in own if t <= u < t + window) for t in own), default=0)
         if peak >= rules.flap_count:
             out.append(_flapping(w, own, peak, window, steps))
@@ -132,13 +163,22 @@ def findings(ev: Evidence, steps: Steps, found: list[Finding] = (), rules: Churn
 def _flapping(w: WorkerChurn, times: list[float], peak: int, window: float, steps: Steps) -> Finding:
     shown = ", ".join(clock(t) for t in times[:8]) + (" …" if len(times) > 8 else "")
     return Finding(
-        kind="flapping-worker", causes=("flapping-worker",), severity=WARNING, worker=w.worker,
+        kind="flapping-worker",
+        causes=("flapping-worker",),
+        severity=WARNING,
+        worker=w.worker,
         title=f"worker {w.worker} was lost {len(times)} times ({peak} within {_span(window)})",
-        evidence=(f"{w.reregistered} re-registrations, {w.timeouts} heartbeat timeouts; lost at {shown}",
-                  "each loss requeues the shard it held (an infra failure) and restarts it elsewhere"),
-        next=(f"zdebug workers {steps.job} --sort memory", f"zdebug counters {steps.job}",
-              *steps.playbook("dead-holder")),
-        metrics=(("losses", len(times)), ("max_per_window", peak), ("window_s", window)))
+        evidence=(
+            f"{w.reregistered} re-registrations, {w.timeouts} heartbeat timeouts; lost at {shown}",
+            "each loss requeues the shard it held (an infra failure) and restarts it elsewhere",
+        ),
+        next=(
+            f"zdebug workers {steps.job} --sort memory",
+            f"zdebug counters {steps.job}",
+            *steps.playbook("dead-holder"),
+        ),
+        metrics=(("losses", len(times)), ("max_per_window", peak), ("window_s", window)),
+    )
 
 
 def _burst_floor(rq: pd.DataFrame, window: float, rules: ChurnRules) -> int:
@@ -166,23 +206,37 @@ def _bursts(rq: pd.DataFrame, window: float, rules: ChurnRules, steps: Steps) ->
         j = i
         while j + 1 < len(rows) and rows[j + 1]["at"] - rows[i]["at"] <= window:
             j += 1
-        group = rows[i:j + 1]
+        group = rows[i : j + 1]
         lost_from = sorted({str(r["lost_from"]) for r in group if isinstance(r["lost_from"], str)})
         if len(group) >= floor and len(lost_from) >= rules.burst_workers:
             claimed = sorted({str(r["claimed_by"]) for r in group if isinstance(r["claimed_by"], str)})
             shards = tuple(sorted({int(r["shard"]) for r in group}))
             stage = group[0]["stage"]
-            out.append(Finding(
-                kind="requeue-burst", causes=("requeue-burst",), severity=WARNING, stage=stage, shard=shards[0],
-                shards=shards, worker=lost_from[0],
-                title=f"{len(group)} shards of {stage} requeued by infra failures within "
-                      f"{_span(group[-1]['at'] - group[0]['at'])} ({clock(group[0]['at'])})",
-                evidence=(f"lost from {len(lost_from)} workers: {', '.join(lost_from[:5])}",
-                          f"claimed by {len(claimed)} replacements: {', '.join(claimed[:5]) or 'none yet'}",
-                          f"shards: {', '.join(str(s) for s in shards[:20])}"),
-                next=(f"zdebug workers {steps.job} --sort memory", f"zdebug counters {steps.job}"),
-                metrics=(("requeued", len(group)), ("workers", len(lost_from)), ("start", group[0]["at"]),
-                         ("end", group[-1]["at"]))))
+            out.append(
+                Finding(
+                    kind="requeue-burst",
+                    causes=("requeue-burst",),
+                    severity=WARNING,
+                    stage=stage,
+                    shard=shards[0],
+                    shards=shards,
+                    worker=lost_from[0],
+                    title=f"{len(group)} shards of {stage} requeued by infra failures within "
+                    f"{_span(group[-1]['at'] - group[0]['at'])} ({clock(group[0]['at'])})",
+                    evidence=(
+                        f"lost from {len(lost_from)} workers: {', '.join(lost_from[:5])}",
+                        f"claimed by {len(claimed)} replacements: {', '.join(claimed[:5]) or 'none yet'}",
+                        f"shards: {', '.join(str(s) for s in shards[:20])}",
+                    ),
+                    next=(f"zdebug workers {steps.job} --sort memory", f"zdebug counters {steps.job}"),
+                    metrics=(
+                        ("requeued", len(group)),
+                        ("workers", len(lost_from)),
+                        ("start", group[0]["at"]),
+                        ("end", group[-1]["at"]),
+                    ),
+                )
+            )
             i = j + 1
         else:
             i += 1

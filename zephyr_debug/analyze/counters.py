@@ -58,10 +58,17 @@ class Counter:
     high: tuple[int, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "total": clean_number(self.total), "rate": clean_number(self.rate),
-                "per_item": clean_number(self.per_item), "shards": self.shards,
-                "median": clean_number(self.median), "p99": clean_number(self.p99),
-                "low": _pair(self.low), "high": _pair(self.high)}
+        return {
+            "name": self.name,
+            "total": clean_number(self.total),
+            "rate": clean_number(self.rate),
+            "per_item": clean_number(self.per_item),
+            "shards": self.shards,
+            "median": clean_number(self.median),
+            "p99": clean_number(self.p99),
+            "low": _pair(self.low),
+            "high": _pair(self.high),
+        }
 
 
 @dataclass(frozen=True)
@@ -87,10 +94,15 @@ class Stage:
         return items.rate if items else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"stage": self.stage, "wall_s": clean_number(self.wall_s), "done": self.done,
-                "rate": clean_number(self.rate), "shard_rate": clean_number(self.shard_rate),
-                "items_per_shard": clean_number(self.items_per_shard),
-                "counters": [c.to_json() for c in self.counters]}
+        return {
+            "stage": self.stage,
+            "wall_s": clean_number(self.wall_s),
+            "done": self.done,
+            "rate": clean_number(self.rate),
+            "shard_rate": clean_number(self.shard_rate),
+            "items_per_shard": clean_number(self.items_per_shard),
+            "counters": [c.to_json() for c in self.counters],
+        }
 
 
 @dataclass(frozen=True)
@@ -124,8 +136,14 @@ class Comparison:
         return self.now / self.before if self.before else math.inf
 
     def to_json(self) -> dict[str, Any]:
-        return {"stage": self.stage, "counter": self.counter, "now": clean_number(self.now),
-                "before": clean_number(self.before), "ratio": clean_number(self.ratio), "runs": list(self.runs)}
+        return {
+            "stage": self.stage,
+            "counter": self.counter,
+            "now": clean_number(self.now),
+            "before": clean_number(self.before),
+            "ratio": clean_number(self.ratio),
+            "runs": list(self.runs),
+        }
 
 
 # -- summaries ---------------------------------------------------------------------------
@@ -138,16 +156,32 @@ def summarize(ev: Evidence, shards: pd.DataFrame | None = None) -> Run:
     names = [s.name for s in ev.stages] + sorted(set(done["stage"].unique()) - {s.name for s in ev.stages})
     totals = {s.name: s.totals for s in ev.stages}
     by_stage = dict(tuple(done.groupby("stage", sort=False, observed=True))) if len(done) else {}
-    stages = [_stage(name, _wall(walls.get(name)), by_stage.get(name, done.iloc[:0]), totals.get(name) or {},
-                     _last_status_items(ev, name)) for name in names]
+    stages = [
+        _stage(
+            name,
+            _wall(walls.get(name)),
+            by_stage.get(name, done.iloc[:0]),
+            totals.get(name) or {},
+            _last_status_items(ev, name),
+        )
+        for name in names
+    ]
     stages = [s for s in stages if s.counters]
     have = {c.name for s in stages for c in s.counters}
     extra = {k: v for k, v in ev.counters.items() if k not in have and _number(v) is not None}
     if extra:
         items = ev.counters.get(ITEMS) or sum(c.total for s in stages for c in s.counters if c.name == ITEMS)
         wall = _wall(max(ev.now - min((s.start_ts for s in ev.stages if s.start_ts), default=ev.now), 0.0))
-        stages.append(Stage(JOB_SCOPE, wall, 0, None, None, tuple(
-            Counter(k, float(v), _div(v, wall), _div(v, items)) for k, v in sorted(extra.items()))))
+        stages.append(
+            Stage(
+                JOB_SCOPE,
+                wall,
+                0,
+                None,
+                None,
+                tuple(Counter(k, float(v), _div(v, wall), _div(v, items)) for k, v in sorted(extra.items())),
+            )
+        )
     return Run(ev.job, tuple(stages), ev.source)
 
 
@@ -157,11 +191,16 @@ def _done_attempts(ev: Evidence) -> pd.DataFrame:
     if not len(a):
         return pd.DataFrame(columns=cols)
     a = a[a["outcome"] == "done"]
-    out = pd.DataFrame({"stage": a["stage"], "shard": pd.to_numeric(a["shard"], errors="coerce"),
-                        "items": pd.to_numeric(a["items"], errors="coerce"),
-                        "bytes": pd.to_numeric(a["bytes"], errors="coerce"),
-                        "elapsed_s": pd.to_numeric(a["elapsed_s"], errors="coerce"),
-                        "counters": a["counters"] if "counters" in a else None})
+    out = pd.DataFrame(
+        {
+            "stage": a["stage"],
+            "shard": pd.to_numeric(a["shard"], errors="coerce"),
+            "items": pd.to_numeric(a["items"], errors="coerce"),
+            "bytes": pd.to_numeric(a["bytes"], errors="coerce"),
+            "elapsed_s": pd.to_numeric(a["elapsed_s"], errors="coerce"),
+            "counters": a["counters"] if "counters" in a else None,
+        }
+    )
     return out.dropna(subset=["shard"])
 
 
@@ -169,17 +208,24 @@ def _done_shards(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
     """The same rows as `_done_attempts`, from the analysis' shard table (no second pass over the
     attempts; only the attempts that carry user counters are read)."""
     done = shards["done"].to_numpy(dtype=bool)
-    out = pd.DataFrame({"stage": shards["stage"].iloc[np.flatnonzero(done)].reset_index(drop=True),
-                        **{col: shards[src].to_numpy(dtype=float)[done] for col, src in
-                           (("shard", "shard"), ("items", "items"), ("bytes", "bytes"), ("elapsed_s", "run_s"))},
-                        "counters": None})
+    out = pd.DataFrame(
+        {
+            "stage": shards["stage"].iloc[np.flatnonzero(done)].reset_index(drop=True),
+            **{
+                col: shards[src].to_numpy(dtype=float)[done]
+                for col, src in (("shard", "shard"), ("items", "items"), ("bytes", "bytes"), ("elapsed_s", "run_s"))
+            },
+            "counters": None,
+        }
+    )
     a = ev.attempts
     if "counters" in a and len(a):
         counted = a[a["counters"].notna() & (a["outcome"] == "done")]
         if len(counted):
             by_key = {(st, int(sh)): c for st, sh, c in zip(counted["stage"], counted["shard"], counted["counters"])}
-            out["counters"] = [by_key.get((st, int(sh))) for st, sh in zip(out["stage"], out["shard"])] \
-                if len(by_key) else None
+            out["counters"] = (
+                [by_key.get((st, int(sh))) for st, sh in zip(out["stage"], out["shard"])] if len(by_key) else None
+            )
     return out
 
 
@@ -215,8 +261,14 @@ def _stage(name: str, wall: float | None, done: pd.DataFrame, totals: dict, stat
     rates = rates[np.isfinite(rates)]
     known = n_items[~np.isnan(n_items)]
     ordered = sorted(counters.values(), key=lambda c: (c.name not in (ITEMS, BYTES), c.name != ITEMS, c.name))
-    return Stage(name, wall, len(done), float(np.median(rates)) if len(rates) else None,
-                 float(np.median(known)) if len(known) else None, tuple(ordered))
+    return Stage(
+        name,
+        wall,
+        len(done),
+        float(np.median(rates)) if len(rates) else None,
+        float(np.median(known)) if len(known) else None,
+        tuple(ordered),
+    )
 
 
 def _from_shards(name: str, shards: np.ndarray, values: np.ndarray, wall: float | None) -> Counter:
@@ -224,9 +276,17 @@ def _from_shards(name: str, shards: np.ndarray, values: np.ndarray, wall: float 
         return Counter(name, 0.0, _div(0.0, wall), None)
     total = float(values.sum())
     lo, hi = int(np.argmin(values)), int(np.argmax(values))
-    return Counter(name, total, _div(total, wall), None, shards=int(np.count_nonzero(values)),
-                   median=float(np.median(values)), p99=float(np.quantile(values, 0.99)),
-                   low=(int(shards[lo]), float(values[lo])), high=(int(shards[hi]), float(values[hi])))
+    return Counter(
+        name,
+        total,
+        _div(total, wall),
+        None,
+        shards=int(np.count_nonzero(values)),
+        median=float(np.median(values)),
+        p99=float(np.quantile(values, 0.99)),
+        low=(int(shards[lo]), float(values[lo])),
+        high=(int(shards[hi]), float(values[hi])),
+    )
 
 
 def _with_per_item(c: Counter, items: float | None) -> Counter:
@@ -242,8 +302,15 @@ def _last_status_items(ev: Evidence, stage: str) -> float | None:
 
 
 # -- rules -------------------------------------------------------------------------------
-def findings(ev: Evidence, steps: Steps, found: list[Finding] = (), earlier: list[Run] | None = None,
-             rules: Rules = Rules(), run: Run | None = None, shards: pd.DataFrame | None = None) -> list[Finding]:
+def findings(
+    ev: Evidence,
+    steps: Steps,
+    found: list[Finding] = (),
+    earlier: list[Run] | None = None,
+    rules: Rules = Rules(),
+    run: Run | None = None,
+    shards: pd.DataFrame | None = None,
+) -> list[Finding]:
     """Counter and throughput findings of one job; `earlier`: runs to compare with (the command
     loads them: `sources.earlier.runs`, the earlier runs of the same pipeline in the job store;
     an analyzer reads no files). Stages that another finding already explains (a straggler, a
@@ -272,15 +339,31 @@ def compare(run: Run, earlier: list[Run], rules: Rules = Rules()) -> list[Compar
         where = {r.job: r.source or r.job for r in earlier}
         rates = [(job, s.rate) for job, s in peers if s.rate]
         if st.rate is not None and rates:
-            out.append(Comparison(st.stage, None, st.rate, float(np.median([r for _, r in rates])),
-                                  tuple(j for j, _ in rates), where[rates[0][0]]))
+            out.append(
+                Comparison(
+                    st.stage,
+                    None,
+                    st.rate,
+                    float(np.median([r for _, r in rates])),
+                    tuple(j for j, _ in rates),
+                    where[rates[0][0]],
+                )
+            )
         for c in st.counters:
             if c.name in (ITEMS, BYTES) or c.per_item is None:
                 continue
             before = [(job, p.per_item) for job, s in peers if (p := s.counter(c.name)) and p.per_item is not None]
             if before:
-                out.append(Comparison(st.stage, c.name, c.per_item, float(np.median([v for _, v in before])),
-                                      tuple(j for j, _ in before), where[before[0][0]]))
+                out.append(
+                    Comparison(
+                        st.stage,
+                        c.name,
+                        c.per_item,
+                        float(np.median([v for _, v in before])),
+                        tuple(j for j, _ in before),
+                        where[before[0][0]],
+                    )
+                )
     return out
 
 
@@ -305,10 +388,15 @@ def cliffs(ev: Evidence, steps: Steps, rules: Rules = Rules()) -> list[Finding]:
     st = ev.status
     if "items" not in st or not len(st):
         return []
-    st = pd.DataFrame({"ts": pd.to_numeric(st["ts"], errors="coerce"), "stage": st["stage"],
-                       "items": pd.to_numeric(st["items"], errors="coerce"),
-                       "in_flight": pd.to_numeric(st["in_flight"], errors="coerce"),
-                       "queue": pd.to_numeric(st["queue_depth"], errors="coerce")}).dropna()
+    st = pd.DataFrame(
+        {
+            "ts": pd.to_numeric(st["ts"], errors="coerce"),
+            "stage": st["stage"],
+            "items": pd.to_numeric(st["items"], errors="coerce"),
+            "in_flight": pd.to_numeric(st["in_flight"], errors="coerce"),
+            "queue": pd.to_numeric(st["queue_depth"], errors="coerce"),
+        }
+    ).dropna()
     out = []
     for stage, rows in st.sort_values("ts", kind="stable").groupby("stage", sort=False):
         rate = rows["items"].diff() / rows["ts"].diff()
@@ -321,14 +409,22 @@ def cliffs(ev: Evidence, steps: Steps, rules: Rules = Rules()) -> list[Finding]:
         early, late = float(per.iloc[:third].median()), float(per.iloc[-third:].median())
         if early > 0 and late <= early / rules.cliff_factor:
             since = float(rows.loc[per.index[-third], "ts"])
-            out.append(Finding(
-                kind="throughput-cliff", causes=("throughput-cliff",), severity=WARNING, stage=str(stage),
-                title=f"throughput of {stage} fell to {late / early:.2f}x of its own earlier rate",
-                evidence=(f"items/s per in-flight shard: {early:,.3g} in the first third of the stage, "
-                          f"{late:,.3g} in the last third (tail left out)",
-                          f"lower since {clock(since)}; {len(per)} status intervals"),
-                next=(f"zdebug counters {steps.job}", f"zdebug report {steps.job}"),
-                metrics=(("early_rate", early), ("late_rate", late), ("ratio", late / early), ("since", since))))
+            out.append(
+                Finding(
+                    kind="throughput-cliff",
+                    causes=("throughput-cliff",),
+                    severity=WARNING,
+                    stage=str(stage),
+                    title=f"throughput of {stage} fell to {late / early:.2f}x of its own earlier rate",
+                    evidence=(
+                        f"items/s per in-flight shard: {early:,.3g} in the first third of the stage, "
+                        f"{late:,.3g} in the last third (tail left out)",
+                        f"lower since {clock(since)}; {len(per)} status intervals",
+                    ),
+                    next=(f"zdebug counters {steps.job}", f"zdebug report {steps.job}"),
+                    metrics=(("early_rate", early), ("late_rate", late), ("ratio", late / early), ("since", since)),
+                )
+            )
     return out
 
 
@@ -341,35 +437,58 @@ def few_shards(run: Run, steps: Steps, rules: Rules = Rules()) -> list[Finding]:
         for c in st.counters:
             if c.name in (ITEMS, BYTES) or not c.shards or c.shards > rules.few_shards_share * st.done:
                 continue
-            out.append(Finding(
-                kind="counter-few-shards", causes=("counter-few-shards",), severity=WARNING, stage=st.stage,
-                shard=c.high[0] if c.high else None, shards=(c.high[0],) if c.high and c.shards == 1 else (),
-                title=f"counter {c.name} of {st.stage} comes from {c.shards} of {st.done} shards",
-                evidence=(f"{c.name} total {_num(c.total)}; largest on shard {c.high[0]} ({_num(c.high[1])})"
-                          if c.high else f"{c.name} total {_num(c.total)}",),
-                next=(f"zdebug counters {steps.job}",), metrics=(("shards", c.shards), ("finished", st.done))))
+            out.append(
+                Finding(
+                    kind="counter-few-shards",
+                    causes=("counter-few-shards",),
+                    severity=WARNING,
+                    stage=st.stage,
+                    shard=c.high[0] if c.high else None,
+                    shards=(c.high[0],) if c.high and c.shards == 1 else (),
+                    title=f"counter {c.name} of {st.stage} comes from {c.shards} of {st.done} shards",
+                    evidence=(
+                        f"{c.name} total {_num(c.total)}; largest on shard {c.high[0]} ({_num(c.high[1])})"
+                        if c.high
+                        else f"{c.name} total {_num(c.total)}",
+                    ),
+                    next=(f"zdebug counters {steps.job}",),
+                    metrics=(("shards", c.shards), ("finished", st.done)),
+                )
+            )
     return out
 
 
 def _drop_finding(c: Comparison, steps: Steps) -> Finding:
     return Finding(
-        kind="throughput-drop", causes=("throughput-drop",), severity=WARNING, stage=c.stage,
+        kind="throughput-drop",
+        causes=("throughput-drop",),
+        severity=WARNING,
+        stage=c.stage,
         title=f"{c.stage} ran at {c.ratio:.2f}x the rate of its earlier runs",
-        evidence=(f"median shard rate {_num(c.now)} items/s; earlier runs: {_num(c.before)} items/s "
-                  f"(median of {len(c.runs)}: {', '.join(c.runs[:3])})",),
+        evidence=(
+            f"median shard rate {_num(c.now)} items/s; earlier runs: {_num(c.before)} items/s "
+            f"(median of {len(c.runs)}: {', '.join(c.runs[:3])})",
+        ),
         next=(_compare_cmd(steps, c), f"zdebug report {steps.job}"),
-        metrics=(("rate", c.now), ("earlier_rate", c.before), ("ratio", c.ratio)))
+        metrics=(("rate", c.now), ("earlier_rate", c.before), ("ratio", c.ratio)),
+    )
 
 
 def _per_item_finding(c: Comparison, steps: Steps) -> Finding:
     ratio = "new" if math.isinf(c.ratio) else f"x{c.ratio:.2f}" if c.ratio >= 1 else f"/{1 / c.ratio:.1f}"
     return Finding(
-        kind="counter-per-item", causes=("counter-per-item",), severity=WARNING, stage=c.stage,
+        kind="counter-per-item",
+        causes=("counter-per-item",),
+        severity=WARNING,
+        stage=c.stage,
         title=f"{c.counter} per item in {c.stage} changed {ratio} against earlier runs",
-        evidence=(f"{c.counter} per item: {c.now:.4g} now, {c.before:.4g} before "
-                  f"(median of {len(c.runs)}: {', '.join(c.runs[:3])})",),
+        evidence=(
+            f"{c.counter} per item: {c.now:.4g} now, {c.before:.4g} before "
+            f"(median of {len(c.runs)}: {', '.join(c.runs[:3])})",
+        ),
         next=(_compare_cmd(steps, c),),
-        metrics=(("per_item", c.now), ("earlier_per_item", c.before), ("ratio", c.ratio)))
+        metrics=(("per_item", c.now), ("earlier_per_item", c.before), ("ratio", c.ratio)),
+    )
 
 
 def _compare_cmd(steps: Steps, c: Comparison) -> str:
@@ -414,11 +533,14 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         from zephyr_debug.findings import SCHEMA_VERSION
 
-        return {"schema_version": SCHEMA_VERSION, **self.run.to_json(),
-                "compared_with": [r.job for r in self.earlier],
-                "comparisons": [c.to_json() for c in self.comparisons],
-                "findings": [f.to_json() for f in self.findings],
-                "rules": {k: getattr(self.rules, k) for k in self.rules.__dataclass_fields__}}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            **self.run.to_json(),
+            "compared_with": [r.job for r in self.earlier],
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "findings": [f.to_json() for f in self.findings],
+            "rules": {k: getattr(self.rules, k) for k in self.rules.__dataclass_fields__},
+        }
 
 
 def report(ev: Evidence, steps: Steps, earlier: list[Run], rules: Rules = Rules()) -> Report:

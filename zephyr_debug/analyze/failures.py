@@ -51,8 +51,9 @@ def fingerprints(groups) -> dict[tuple[str, int], tuple[str, str, str]]:
     return {key: value for key, (_, value) in best.items()}
 
 
-def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thresholds, hb: float,
-             idle_hours, solo: dict) -> tuple[list[Finding], set[tuple[str, int]]]:
+def findings(
+    ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thresholds, hb: float, idle_hours, solo: dict
+) -> tuple[list[Finding], set[tuple[str, int]]]:
     """Crash-loop, dead-holder and recovered findings; and the (stage, shard) keys they cover.
     `solo`: stage -> `progress.Alone`, the stretch its last shard ran alone (a coordinator-only
     log shows a requeued shard's rerun only there)."""
@@ -72,8 +73,11 @@ def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thres
     covered: set[tuple[str, int]] = set()
     for r in failed.itertuples():
         key = (r.stage, int(r.shard))
-        fp, kind, title = prints.get(key) or (f"{'infra' if r.infra_failures else 'task'}:{r.stage}",
-                                               INFRA if r.infra_failures else "task", _error(ev, r))
+        fp, kind, title = prints.get(key) or (
+            f"{'infra' if r.infra_failures else 'task'}:{r.stage}",
+            INFRA if r.infra_failures else "task",
+            _error(ev, r),
+        )
         if r.done or r.stage in finished:
             waited = _waited(r, solo.get(r.stage), th, hb)
             if r.infra_failures and waited:
@@ -84,7 +88,9 @@ def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thres
             continue
         bug = bugs.setdefault(fp, _Bug(fp, kind, title))
         bug.shards.append(key)
-        if r.task_failures + r.infra_failures >= th.repeated_failures or (int(r.shard) == abort and r.stage == abort_stage):
+        if r.task_failures + r.infra_failures >= th.repeated_failures or (
+            int(r.shard) == abort and r.stage == abort_stage
+        ):
             looping.add(key)
     table = shards.set_index(["stage", "shard"], drop=False)
     for bug in bugs.values():
@@ -97,12 +103,18 @@ def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thres
         oom = int(rows["oom_attempts"].sum())
         causes = ("crash-loop", "oom") if oom or bug.kind == "oom" else ("crash-loop",)
         first = rows.iloc[0]
-        lines = [f"{_failures(first, task_max, infra_max)} on {int(first['failed_workers'])} worker(s)"
-                 + (f"; {oom} attempt(s) with an OOM sign (SIGKILL / MemoryError / exit 137 / RSS at the limit)"
-                    if oom else "")]
+        lines = [
+            f"{_failures(first, task_max, infra_max)} on {int(first['failed_workers'])} worker(s)"
+            + (
+                f"; {oom} attempt(s) with an OOM sign (SIGKILL / MemoryError / exit 137 / RSS at the limit)"
+                if oom
+                else ""
+            )
+        ]
         if len(keys) > 1:
-            names = ", ".join(str(k[1]) for k in keys[:MAX_LISTED]) + (f" (+{len(keys) - MAX_LISTED})"
-                                                                       if len(keys) > MAX_LISTED else "")
+            names = ", ".join(str(k[1]) for k in keys[:MAX_LISTED]) + (
+                f" (+{len(keys) - MAX_LISTED})" if len(keys) > MAX_LISTED else ""
+            )
             lines.append(f"{len(keys)} shards failed with this same crash ({bug.kind}): {names}")
         if abort is not None and keys[0][1] == abort:
             lines.append("aborted the pipeline: " + (ev.fatal_error or "").strip().splitlines()[0])
@@ -110,16 +122,32 @@ def findings(ev: Evidence, shards: pd.DataFrame, groups, steps: Steps, th: Thres
         burned = float(rows["burned_s"].sum()) / 3600
         idle = idle_hours(first["stage"], float(rows["expected_end"].min()), float(rows["end"].max())) if held else 0.0
         stage, shard = keys[0]
-        out.append(Finding(
-            kind="crash-loop", causes=causes, severity=ERROR, stage=stage, shard=shard,
-            shards=tuple(k[1] for k in keys), worker=_worker(first), fingerprint=bug.fingerprint,
-            title=f"{len(keys)} shard(s) of {stage} in a crash loop: {bug.title}" if len(keys) > 1 else
-            f"shard {shard} of {stage} in a crash loop: {bug.title}",
-            evidence=tuple(lines), next=tuple(steps.for_failure("oom" if "oom" in causes else "crash-loop", shard)),
-            cost=Cost(held_s=held, idle_worker_hours=idle, burned_worker_hours=burned),
-            elapsed_s=float(first["elapsed_s"]),
-            metrics=(("task_failures", int(first["task_failures"])), ("infra_failures", int(first["infra_failures"])),
-                     ("attempts", int(first["attempts"])), ("oom_attempts", oom), ("rss_max", first["rss_max"]))))
+        out.append(
+            Finding(
+                kind="crash-loop",
+                causes=causes,
+                severity=ERROR,
+                stage=stage,
+                shard=shard,
+                shards=tuple(k[1] for k in keys),
+                worker=_worker(first),
+                fingerprint=bug.fingerprint,
+                title=f"{len(keys)} shard(s) of {stage} in a crash loop: {bug.title}"
+                if len(keys) > 1
+                else f"shard {shard} of {stage} in a crash loop: {bug.title}",
+                evidence=tuple(lines),
+                next=tuple(steps.for_failure("oom" if "oom" in causes else "crash-loop", shard)),
+                cost=Cost(held_s=held, idle_worker_hours=idle, burned_worker_hours=burned),
+                elapsed_s=float(first["elapsed_s"]),
+                metrics=(
+                    ("task_failures", int(first["task_failures"])),
+                    ("infra_failures", int(first["infra_failures"])),
+                    ("attempts", int(first["attempts"])),
+                    ("oom_attempts", oom),
+                    ("rss_max", first["rss_max"]),
+                ),
+            )
+        )
         covered.update(keys)
     if recovered:
         out.append(_recovered(recovered, steps))
@@ -137,37 +165,64 @@ def _waited(r, alone, th: Thresholds, hb: float) -> tuple[float, float, str] | N
         return None
     failed_at = float(r.last_end) if r.last_end == r.last_end else np.nan  # no done attempt: its failure's end
     if alone.start - alone.shard_s <= failed_at <= alone.end:
-        return alone.start, alone.end, (f"it was requeued while its stage waited {alone.seconds:.0f}s on one shard "
-                                        f"({alone.seconds / alone.shard_s:.1f}x a typical shard's run)")
+        return (
+            alone.start,
+            alone.end,
+            (
+                f"it was requeued while its stage waited {alone.seconds:.0f}s on one shard "
+                f"({alone.seconds / alone.shard_s:.1f}x a typical shard's run)"
+            ),
+        )
     return None
 
 
 def _lost_holder(ev: Evidence, r, waited: tuple[float, float, str], steps: Steps, idle_hours) -> Finding:
     reason = _reason(ev, r)
     t0, t1, how = waited
-    cost = Cost(held_s=t1 - t0, idle_worker_hours=idle_hours(r.stage, t0, t1), burned_worker_hours=float(r.burned_s) / 3600)
-    return Finding(kind="dead-holder", causes=("dead-holder",), severity=WARNING, stage=r.stage, shard=int(r.shard),
-                   worker=_worker(r), title=f"shard {int(r.shard)} of {r.stage}: lost with its worker, the stage "
-                   "waited on its retry",
-                   evidence=(f"{int(r.infra_failures)} attempt(s) lost with their worker ({reason}); {how}",),
-                   next=tuple(steps.for_workers("dead-holder")), cost=cost, elapsed_s=float(r.elapsed_s))
+    cost = Cost(
+        held_s=t1 - t0, idle_worker_hours=idle_hours(r.stage, t0, t1), burned_worker_hours=float(r.burned_s) / 3600
+    )
+    return Finding(
+        kind="dead-holder",
+        causes=("dead-holder",),
+        severity=WARNING,
+        stage=r.stage,
+        shard=int(r.shard),
+        worker=_worker(r),
+        title=f"shard {int(r.shard)} of {r.stage}: lost with its worker, the stage waited on its retry",
+        evidence=(f"{int(r.infra_failures)} attempt(s) lost with their worker ({reason}); {how}",),
+        next=tuple(steps.for_workers("dead-holder")),
+        cost=cost,
+        elapsed_s=float(r.elapsed_s),
+    )
 
 
 def _recovered(recovered: dict, steps: Steps) -> Finding:
     keys = [k for ks in recovered.values() for k in ks]
-    lines = [f"{len(ks)} shard(s): {title} (fingerprint {fp[:12]})"
-             for (fp, title), ks in sorted(recovered.items(), key=lambda kv: -len(kv[1]))[:MAX_LISTED]]
+    lines = [
+        f"{len(ks)} shard(s): {title} (fingerprint {fp[:12]})"
+        for (fp, title), ks in sorted(recovered.items(), key=lambda kv: -len(kv[1]))[:MAX_LISTED]
+    ]
     stage, shard = keys[0]
-    return Finding(kind="recovered", causes=("recovered",), severity=INFO, stage=stage, shard=None,
-                   shards=tuple(sorted(k[1] for k in keys)),
-                   title=f"{len(keys)} shard(s) failed and then succeeded on retry (absorbed)",
-                   evidence=tuple(lines), next=(steps.crashes(),),
-                   metrics=(("shards", len(keys)),))
+    return Finding(
+        kind="recovered",
+        causes=("recovered",),
+        severity=INFO,
+        stage=stage,
+        shard=None,
+        shards=tuple(sorted(k[1] for k in keys)),
+        title=f"{len(keys)} shard(s) failed and then succeeded on retry (absorbed)",
+        evidence=tuple(lines),
+        next=(steps.crashes(),),
+        metrics=(("shards", len(keys)),),
+    )
 
 
 def _failures(row, task_max: int, infra_max: int) -> str:
-    return (f"failed {int(row['task_failures'])}/{task_max} TASK and {int(row['infra_failures'])}/{infra_max} "
-            f"INFRA times in {int(row['attempts'])} attempt(s)")
+    return (
+        f"failed {int(row['task_failures'])}/{task_max} TASK and {int(row['infra_failures'])}/{infra_max} "
+        f"INFRA times in {int(row['attempts'])} attempt(s)"
+    )
 
 
 def _error(ev: Evidence, r) -> str:

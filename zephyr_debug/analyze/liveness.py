@@ -50,8 +50,7 @@ def pool(ev: Evidence) -> Pool:
         counts = (alive, len(states) - alive, len(states), "get_status")
     elif len(ev.status) and not math.isnan(_num(ev.status["alive"].iloc[-1])):
         last = ev.status.iloc[-1]
-        counts = (int(_num(last["alive"])), int(_num(last["dead"], 0)), int(_num(last["registered"], 0)),
-                  "status line")
+        counts = (int(_num(last["alive"])), int(_num(last["dead"], 0)), int(_num(last["registered"], 0)), "status line")
     else:
         mask = _alive_mask(ev) if len(ev.workers) else pd.Series(dtype=bool)
         counts = (int(mask.sum()), int((~mask).sum()), len(mask), "worker list")
@@ -62,8 +61,10 @@ def pool(ev: Evidence) -> Pool:
         evidence.append("aborted: " + fatal.strip().splitlines()[0])
     waits = ev.config.get("all_dead_ts") or []
     if len(waits) >= 2 and (ev.progress_time is None or waits[-1] > ev.progress_time) and unfinished:
-        evidence.append(f"'All workers are dead/failed. Waiting for workers to recover...' {len(waits)} times, "
-                        f"the last {ev.now - waits[-1]:.0f}s before the end of the evidence, no progress since")
+        evidence.append(
+            f"'All workers are dead/failed. Waiting for workers to recover...' {len(waits)} times, "
+            f"the last {ev.now - waits[-1]:.0f}s before the end of the evidence, no progress since"
+        )
     if registered and alive == 0 and unfinished and ev.state != "succeeded":
         evidence.append(f"{source}: 0/{registered} workers alive, {dead} dead")
     return Pool(alive, dead, registered, source, bool(evidence), tuple(evidence))
@@ -74,8 +75,12 @@ def add_holders(shards: pd.DataFrame, ev: Evidence) -> pd.DataFrame:
     `holder_seen_ago` (s) and `holder_alive` (alive state and heard from within the timeout)."""
     n = len(shards)
     if not len(ev.workers) or not hasattr(shards["worker"], "cat"):
-        return shards.assign(holder_state=pd.Categorical([None] * n), holder_seen_ago=np.full(n, np.nan),
-                             holder_alive=np.zeros(n, dtype=bool), holder_known=np.zeros(n, dtype=bool))
+        return shards.assign(
+            holder_state=pd.Categorical([None] * n),
+            holder_seen_ago=np.full(n, np.nan),
+            holder_alive=np.zeros(n, dtype=bool),
+            holder_known=np.zeros(n, dtype=bool),
+        )
     w = ev.workers.drop_duplicates("worker", keep="last").set_index("worker")
     names = shards["worker"].cat.categories
     code = shards["worker"].cat.codes.to_numpy()
@@ -91,7 +96,8 @@ def add_holders(shards: pd.DataFrame, ev: Evidence) -> pd.DataFrame:
         holder_state=pd.Categorical.from_codes(states, state_names),
         holder_seen_ago=np.where(known, seen[pick] if len(names) else np.nan, np.nan),
         holder_alive=np.where(known, alive[pick] if len(names) else False, False),
-        holder_known=np.where(known, listed[pick] if len(names) else False, False))
+        holder_known=np.where(known, listed[pick] if len(names) else False, False),
+    )
 
 
 def _num(value, default: float | None = math.nan) -> float | None:
@@ -105,11 +111,14 @@ def _num(value, default: float | None = math.nan) -> float | None:
 def listing(ev: Evidence) -> list[dict]:
     """Every worker once: `{worker, state, last_seen_ago}` (get_status when there is one)."""
     if ev.live is not None:
-        return [{"worker": w, "state": v.get("state"), "last_seen_ago": v.get("last_seen_ago")}
-                for w, v in sorted(ev.live.workers.items())]
+        return [
+            {"worker": w, "state": v.get("state"), "last_seen_ago": v.get("last_seen_ago")}
+            for w, v in sorted(ev.live.workers.items())
+        ]
     w = ev.workers.drop_duplicates("worker", keep="last").sort_values("worker")
-    return [{"worker": r.worker, "state": r.state, "last_seen_ago": _num(r.last_seen_ago, None)}
-            for r in w.itertuples()]
+    return [
+        {"worker": r.worker, "state": r.state, "last_seen_ago": _num(r.last_seen_ago, None)} for r in w.itertuples()
+    ]
 
 
 def oom_killed_workers(ev: Evidence) -> set[str]:

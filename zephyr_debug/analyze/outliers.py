@@ -20,12 +20,28 @@ from zephyr_debug.analyze.thresholds import MAD_TO_SIGMA, MIN_ROBUST_PEERS, Thre
 
 NORMAL_Z = 1.2816  # the 90th percentile of a normal distribution
 
-STAGE_STATS = ["total", "done", "running", "peers", "median_s", "p90_s", "p99_s", "sigma_log", "cut_s", "normal_s",
-               "median_size", "median_rate", "median_cpu", "queue_empty", "judged"]
+STAGE_STATS = [
+    "total",
+    "done",
+    "running",
+    "peers",
+    "median_s",
+    "p90_s",
+    "p99_s",
+    "sigma_log",
+    "cut_s",
+    "normal_s",
+    "median_size",
+    "median_rate",
+    "median_cpu",
+    "queue_empty",
+    "judged",
+]
 
 
-def stage_stats(shards: pd.DataFrame, totals: dict[str, int], queue_empty: dict[str, bool], hb: float,
-                th: Thresholds) -> pd.DataFrame:
+def stage_stats(
+    shards: pd.DataFrame, totals: dict[str, int], queue_empty: dict[str, bool], hb: float, th: Thresholds
+) -> pd.DataFrame:
     """Per stage: counts, quantiles of finished run times, robust spread, the outlier cut."""
     rows = []
     for stage, s in shards.groupby("stage", observed=True, sort=False):
@@ -33,10 +49,19 @@ def stage_stats(shards: pd.DataFrame, totals: dict[str, int], queue_empty: dict[
         run = s["run_s"].to_numpy(dtype=float)
         fin = np.sort(run[done & (run > 0)])
         total = max(totals.get(stage, 0), len(s))
-        row = {"stage": stage, "total": total, "done": int(done.sum()), "running": int(s["running"].sum()),
-               "peers": len(fin), "median_size": _median(s["size"][done]), "median_rate": _median(s["rate"][done]),
-               "median_cpu": _median(s["cpu"][done])}
-        row.update(zip(("median_s", "p90_s", "p99_s"), np.quantile(fin, (0.5, 0.9, 0.99)) if len(fin) else [np.nan] * 3))
+        row = {
+            "stage": stage,
+            "total": total,
+            "done": int(done.sum()),
+            "running": int(s["running"].sum()),
+            "peers": len(fin),
+            "median_size": _median(s["size"][done]),
+            "median_rate": _median(s["rate"][done]),
+            "median_cpu": _median(s["cpu"][done]),
+        }
+        row.update(
+            zip(("median_s", "p90_s", "p99_s"), np.quantile(fin, (0.5, 0.9, 0.99)) if len(fin) else [np.nan] * 3)
+        )
         row["sigma_log"], row["cut_s"] = _cut(fin, hb, th)
         # a slow-but-normal run (the robust p90): what an outlier is replaced by to see what it held
         row["normal_s"] = float(np.exp(np.median(np.log(fin)) + NORMAL_Z * row["sigma_log"])) if len(fin) else np.nan
@@ -82,8 +107,11 @@ def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     # The stage's end had its outliers run a normal (p90) time: a finished outlier from its last start,
     # the other finished shards as they ended, an unfinished shard from its first start up to the cut.
     finished = done & ~running
-    capped = np.where(finished & outlier, start + np.fmin(own, normal), np.where(
-        finished, end, first + np.fmin(now - first, np.where(np.isnan(cut), now - first, cut))))
+    capped = np.where(
+        finished & outlier,
+        start + np.fmin(own, normal),
+        np.where(finished, end, first + np.fmin(now - first, np.where(np.isnan(cut), now - first, cut))),
+    )
     stage, names = pd.factorize(shards["stage"])  # integer codes: grouping a million strings is slow
     expected = _stage_max(stage, len(names), capped)[stage]
     top = _stage_max(stage, len(names), end)

@@ -38,7 +38,8 @@ class Progress:
 
     def to_json(self) -> dict[str, Any]:
         return {k: clean_number(v) if not isinstance(v, str) else v for k, v in self.__dict__.items()} | {
-            "tail": self.tail}
+            "tail": self.tail
+        }
 
 
 def latest(ev: Evidence, shards: pd.DataFrame | None = None) -> Progress:
@@ -59,16 +60,30 @@ def latest(ev: Evidence, shards: pd.DataFrame | None = None) -> Progress:
         mine = a[a["stage"] == stage.name]
         done = int(mine.loc[mine["outcome"] == "done", "shard"].nunique())
         running = int((mine["outcome"] == "running").sum())
-        row.update(stage=stage.name, total=stage.total or row["total"], completed=max(done, row["completed"]),
-                   in_flight=0 if ev.state == "succeeded" else running,
-                   queue_depth=0 if ev.state == "succeeded" else row.get("queue_depth", 0))
+        row.update(
+            stage=stage.name,
+            total=stage.total or row["total"],
+            completed=max(done, row["completed"]),
+            in_flight=0 if ev.state == "succeeded" else running,
+            queue_depth=0 if ev.state == "succeeded" else row.get("queue_depth", 0),
+        )
     retried, absorbed = _retries(shards)
     since = None if ev.progress_time is None or finished else max(ev.now - ev.progress_time, 0.0)
-    return Progress(stage=str(row.get("stage") or ""), completed=_int(row["completed"]), total=_int(row["total"]),
-                    in_flight=_int(row["in_flight"]), queue_depth=_int(row["queue_depth"]),
-                    retries=_int(row.get("retries")), retries_total=retried, failures_absorbed=absorbed,
-                    done=finished, fatal_error=ev.fatal_error, progress_time=ev.progress_time,
-                    since_progress_s=since, ended_at=ev.now if finished else None)
+    return Progress(
+        stage=str(row.get("stage") or ""),
+        completed=_int(row["completed"]),
+        total=_int(row["total"]),
+        in_flight=_int(row["in_flight"]),
+        queue_depth=_int(row["queue_depth"]),
+        retries=_int(row.get("retries")),
+        retries_total=retried,
+        failures_absorbed=absorbed,
+        done=finished,
+        fatal_error=ev.fatal_error,
+        progress_time=ev.progress_time,
+        since_progress_s=since,
+        ended_at=ev.now if finished else None,
+    )
 
 
 def _retries(shards: pd.DataFrame | None) -> tuple[int, int]:
@@ -97,8 +112,9 @@ def frozen_items_s(ev: Evidence, prog: Progress) -> float:
     mine = st[(st["stage"] == prog.stage) & pd.to_numeric(st["items"], errors="coerce").notna()]
     items = pd.to_numeric(mine["items"], errors="coerce").to_numpy(dtype=float)
     ts = pd.to_numeric(mine["ts"], errors="coerce").to_numpy(dtype=float)
-    tail = (pd.to_numeric(mine["queue_depth"], errors="coerce").to_numpy() == 0) & \
-           (pd.to_numeric(mine["in_flight"], errors="coerce").to_numpy() > 0)
+    tail = (pd.to_numeric(mine["queue_depth"], errors="coerce").to_numpy() == 0) & (
+        pd.to_numeric(mine["in_flight"], errors="coerce").to_numpy() > 0
+    )
     if not len(items) or np.isnan(items[-1]) or not tail[-1]:
         return 0.0
     same = (items == items[-1]) & tail
@@ -115,29 +131,39 @@ def stalled(ev: Evidence, stall_s: float) -> Finding | None:
     since = ev.now - ev.progress_time
     if since < stall_s:
         return None
-    return Finding(kind="stalled", causes=("stalled",), severity=ERROR,
-                   title=f"no progress for {_minutes(since)}: ZephyrPipelineProgressStalled fires",
-                   evidence=(f"no stage start or shard completion since {since / 60:.1f} min (alert threshold "
-                             f"{stall_s / 60:.0f} min: ZephyrPipelineProgressStalled fires)",),
-                   next=("zdebug playbook stall-alert",))
+    return Finding(
+        kind="stalled",
+        causes=("stalled",),
+        severity=ERROR,
+        title=f"no progress for {_minutes(since)}: ZephyrPipelineProgressStalled fires",
+        evidence=(
+            f"no stage start or shard completion since {since / 60:.1f} min (alert threshold "
+            f"{stall_s / 60:.0f} min: ZephyrPipelineProgressStalled fires)",
+        ),
+        next=("zdebug playbook stall-alert",),
+    )
 
 
 def headline(ev: Evidence, prog: Progress, pool, shards: pd.DataFrame, found: list[Finding]) -> str:
     """The outcome in one sentence: succeeded after N retries / aborted / stuck / running."""
     problems = [f for f in found if f.severity != INFO]
-    absorbed = (f"; {prog.failures_absorbed} failure(s) absorbed by retries" if prog.failures_absorbed else "")
+    absorbed = f"; {prog.failures_absorbed} failure(s) absorbed by retries" if prog.failures_absorbed else ""
     if ev.state == "succeeded":
         retries = f" after {prog.retries_total} retried attempt(s)" if prog.retries_total else ""
         return f"Succeeded: all {len(ev.stages)} stage(s) completed{retries}{absorbed}."
     if ev.state == "failed":
         reason = (ev.fatal_error or "unknown reason").strip().splitlines()[0]
         return f"Aborted in {prog.stage}: {reason}"
-    where = f"{prog.stage}: {prog.completed}/{prog.total} complete, {prog.in_flight} in-flight, " \
-            f"{prog.queue_depth} queued"
+    where = (
+        f"{prog.stage}: {prog.completed}/{prog.total} complete, {prog.in_flight} in-flight, {prog.queue_depth} queued"
+    )
     if ev.state == "interrupted":
         return f"Interrupted: the coordinator stopped without finishing or aborting ({where})."
-    state = "in its tail, waiting on " + ("; ".join(f.title for f in problems[:2]) if problems else "its last shards") \
-        if prog.tail else "running"
+    state = (
+        "in its tail, waiting on " + ("; ".join(f.title for f in problems[:2]) if problems else "its last shards")
+        if prog.tail
+        else "running"
+    )
     if problems and not prog.tail:
         state += f"; {len(problems)} problem(s): {problems[0].title}"
     return f"{where}: {state}."
@@ -188,8 +214,11 @@ def alone(ev: Evidence, stage: str) -> Alone | None:
     flight = pd.to_numeric(mine["in_flight"], errors="coerce").to_numpy(dtype=float)
     queued = pd.to_numeric(mine["queue_depth"], errors="coerce").to_numpy(dtype=float)
     done = pd.to_numeric(mine["completed"], errors="coerce").to_numpy(dtype=float)
-    items = pd.to_numeric(mine["items"], errors="coerce").to_numpy(dtype=float) if "items" in mine else \
-        np.full(len(mine), np.nan)
+    items = (
+        pd.to_numeric(mine["items"], errors="coerce").to_numpy(dtype=float)
+        if "items" in mine
+        else np.full(len(mine), np.nan)
+    )
     solo = (flight == 1) & (queued == 0)
     if len(ts) < 3 or not solo.any():
         return None
@@ -205,11 +234,11 @@ def alone(ev: Evidence, stage: str) -> Alone | None:
         known = ~np.isnan(items)
         k = np.flatnonzero(known & solo)
         k = k[k >= first]
-        rate = (items[k[-1]] - items[k[0]]) / (ts[k[-1]] - ts[k[0]]) if len(k) >= 2 and ts[k[-1]] > ts[k[0]] \
-            else np.nan
+        rate = (items[k[-1]] - items[k[0]]) / (ts[k[-1]] - ts[k[0]]) if len(k) >= 2 and ts[k[-1]] > ts[k[0]] else np.nan
         per = np.flatnonzero(known & (done > 0))
         per_shard = items[per[-1]] / done[per[-1]] if len(per) else np.nan
         values = np.unique(items[known])[-12:]  # the printed resolution near the stage's final count
         step = float(np.diff(values).min()) if len(values) > 1 else np.inf
-    return Alone(float(ts[first]), float(ts[last]), float(rate), float(per_shard / shard_s) if shard_s else np.nan,
-                 shard_s, step)
+    return Alone(
+        float(ts[first]), float(ts[last]), float(rate), float(per_shard / shard_s) if shard_s else np.nan, shard_s, step
+    )

@@ -33,7 +33,7 @@ SHARD_COLUMNS = {
     "items": "items of the newest attempt (so far, when running)",
     "bytes": "bytes of the newest attempt",
     "size": "input size evidence: ScatterReader chunks x max chunk rows (a reduce stage's items count outputs), "
-            "else items",
+    "else items",
     "size_is_rows": "size counts input rows (a reduce shard's ScatterReader line): its items and rate count outputs",
     "run_s": "run time of the finished attempt (`done in X s` when logged): the peers' yardstick",
     "failed_row": "position in ev.attempts of the newest failed attempt, -1 when none",
@@ -81,7 +81,9 @@ def _progress(ev: Evidence, hb: float, keys: _Keys, finished_items: pd.Series) -
     order = np.lexsort((ts, key))
     key, ts, items, rss, cpu = key[order], ts[order], items[order], rss[order], cpu[order]
     moved = np.ones(len(key), dtype=bool)
-    moved[1:] = (key[1:] != key[:-1]) | (np.diff(ts) > GAP_HEARTBEATS * hb) | (items[1:] != items[:-1]) | np.isnan(items[1:])
+    moved[1:] = (
+        (key[1:] != key[:-1]) | (np.diff(ts) > GAP_HEARTBEATS * hb) | (items[1:] != items[:-1]) | np.isnan(items[1:])
+    )
     starts = np.flatnonzero(moved)
     run = np.cumsum(moved) - 1
     plateau = (np.maximum.reduceat(ts, starts) - ts[starts])[run]
@@ -91,9 +93,14 @@ def _progress(ev: Evidence, hb: float, keys: _Keys, finished_items: pd.Series) -
     frame["midway"] = frame["plateau"].where(frame["items"] < final, 0.0)
     frame["stalled"] = frame["midway"].where(moved, 0.0)  # each span counted once
     return frame.groupby("key", sort=False).agg(
-        last_ts=("ts", "last"), last_items=("items", "last"), plateau_s=("midway", "max"),
+        last_ts=("ts", "last"),
+        last_items=("items", "last"),
+        plateau_s=("midway", "max"),
         stalled_s=("stalled", "sum"),
-        plateau_now_s=("plateau", "last"), rss_max=("rss", "max"), cpu=("cpu", "mean"))
+        plateau_now_s=("plateau", "last"),
+        rss_max=("rss", "max"),
+        cpu=("cpu", "mean"),
+    )
 
 
 class _Keys:
@@ -144,8 +151,11 @@ def build(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
 
     def sampled(col: str, rows: np.ndarray) -> np.ndarray:
         values = progress[col].to_numpy(dtype=float)
-        return np.where(at[rows] >= 0, values[np.maximum(at[rows], 0)], np.nan) if seen.any() else \
-            np.full(len(rows), np.nan)
+        return (
+            np.where(at[rows] >= 0, values[np.maximum(at[rows], 0)], np.nan)
+            if seen.any()
+            else np.full(len(rows), np.nan)
+        )
 
     every = np.arange(len(a))
     # The limit is per process: a subprocess attempt's own peak (wait4) is the number to compare; the
@@ -154,8 +164,9 @@ def build(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
     rss = np.where(np.isnan(peak), sampled("rss_max", every), peak)
     limit = ev.config.get("memory_limit_mb")
     near = rss >= th.memory_near * float(limit) * (1 << 20) if limit else np.zeros(len(a), dtype=bool)
-    oom = failed & ((pd.Series(_col(a, "failure")) == "oom").to_numpy() | (_num(a, "returncode").to_numpy() == -9)
-                    | near)
+    oom = failed & (
+        (pd.Series(_col(a, "failure")) == "oom").to_numpy() | (_num(a, "returncode").to_numpy() == -9) | near
+    )
     task_fail = failed & (kind == TASK).to_numpy(dtype=bool)
     infra_fail = failed & (kind == INFRA).to_numpy(dtype=bool)
     killed = oom_killed_workers(ev)  # Iris: the worker's task was OOM-killed, the log says heartbeat timeout
@@ -173,20 +184,33 @@ def build(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
 
     failed_at = np.maximum.reduceat(np.where(failed[order], np.arange(len(order)), -1), first)
     lost = np.unique(group[task_fail | infra_fail] * (len(worker_names) + 1) + worker_code[task_fail | infra_fail])
-    out = pd.DataFrame({
-        "stage": pd.Categorical.from_codes(stage_code[last], stage_names), "shard": shard[last],
-        "worker": pd.Categorical.from_codes(worker_code[last], worker_names),
-        "running": running[last],
-        "first_start": np.fmin.reduceat(start[order], first), "last_end": np.fmax.reduceat(end[order], first),
-        "done": total(is_done) > 0, "attempts": np.bincount(group, minlength=len(first)),
-        "task_failures": total(task_fail).astype(int), "infra_failures": total(infra_fail).astype(int),
-        "oom_attempts": total(oom).astype(int), "burned_s": total(np.where(failed, np.nan_to_num(secs), 0.0)),
-        "secs_total": total(np.nan_to_num(secs)), "rss_max": np.fmax.reduceat(rss[order], first),
-        "failed_workers": np.bincount(lost // (len(worker_names) + 1), minlength=len(first)),
-        "start": start[last], "secs": secs[last], "items": items[last], "bytes": _num(a, "bytes").to_numpy()[last],
-        # how long the finished attempt ran (its peers' yardstick), and the newest failed attempt
-        "run_s": np.where(is_done[last], secs[last], np.nan),  # `done in X s` when logged: prefix times are 1 s
-        "failed_row": np.where(failed_at >= 0, rows[order[np.maximum(failed_at, 0)]], -1)}, copy=False)
+    out = pd.DataFrame(
+        {
+            "stage": pd.Categorical.from_codes(stage_code[last], stage_names),
+            "shard": shard[last],
+            "worker": pd.Categorical.from_codes(worker_code[last], worker_names),
+            "running": running[last],
+            "first_start": np.fmin.reduceat(start[order], first),
+            "last_end": np.fmax.reduceat(end[order], first),
+            "done": total(is_done) > 0,
+            "attempts": np.bincount(group, minlength=len(first)),
+            "task_failures": total(task_fail).astype(int),
+            "infra_failures": total(infra_fail).astype(int),
+            "oom_attempts": total(oom).astype(int),
+            "burned_s": total(np.where(failed, np.nan_to_num(secs), 0.0)),
+            "secs_total": total(np.nan_to_num(secs)),
+            "rss_max": np.fmax.reduceat(rss[order], first),
+            "failed_workers": np.bincount(lost // (len(worker_names) + 1), minlength=len(first)),
+            "start": start[last],
+            "secs": secs[last],
+            "items": items[last],
+            "bytes": _num(a, "bytes").to_numpy()[last],
+            # how long the finished attempt ran (its peers' yardstick), and the newest failed attempt
+            "run_s": np.where(is_done[last], secs[last], np.nan),  # `done in X s` when logged: prefix times are 1 s
+            "failed_row": np.where(failed_at >= 0, rows[order[np.maximum(failed_at, 0)]], -1),
+        },
+        copy=False,
+    )
     for col in ("last_ts", "last_items", "plateau_s", "stalled_s", "plateau_now_s", "cpu"):
         out[col] = sampled(col, last)
     span_end = np.where(out["done"], out["last_end"], ev.now)
@@ -198,8 +222,11 @@ def build(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
     since = np.where(since >= 0, since, np.nan)
     out["items"] = np.where(live, np.where(np.isnan(since), np.nan, out["last_items"]), out["items"])
     # A reduce shard's rows: ScatterReader's chunk count x its largest chunk (items count outputs there).
-    rows_in = (_num(a, "input_chunks") * _num(a, "max_chunk_rows")).to_numpy()[last] if "input_chunks" in a \
+    rows_in = (
+        (_num(a, "input_chunks") * _num(a, "max_chunk_rows")).to_numpy()[last]
+        if "input_chunks" in a
         else np.full(len(out), np.nan)
+    )
     out["size"] = np.where(np.isnan(rows_in), out["items"], rows_in)
     out["size_is_rows"] = ~np.isnan(rows_in)
     out["rate_secs"] = np.where(live, since, out["secs"])

@@ -12,6 +12,7 @@ def add_speed(shards: pd.DataFrame, stats: pd.DataFrame) -> pd.DataFrame:
     """Adds `size_ratio`, `rate_ratio`, `cpu_ratio` (to the stage medians), `speed` (rate ratio,
     or median / run time without item counts), and per shard the speed of its worker on its OTHER
     finished shards (`worker_speed`, geometric mean) and how many those are (`worker_shards`)."""
+
     def per_stage(col: str) -> np.ndarray:
         return shards["stage"].map(stats[col]).astype(float).to_numpy()
 
@@ -32,10 +33,19 @@ def add_speed(shards: pd.DataFrame, stats: pd.DataFrame) -> pd.DataFrame:
     pick = np.where(known, code, 0)
     others = np.where(known, count[pick] - mine, 0) if n_workers else np.zeros(len(shards), dtype=int)
     with np.errstate(invalid="ignore", divide="ignore"):
-        worker_speed = np.where(others > 0, np.exp((total[pick] - np.where(mine, log, 0.0)) / others), np.nan) \
-            if n_workers else np.full(len(shards), np.nan)
-    return shards.assign(size_ratio=size_ratio, rate_ratio=rate_ratio, cpu_ratio=cpu_ratio, speed=speed,
-                         worker_speed=worker_speed, worker_shards=others)
+        worker_speed = (
+            np.where(others > 0, np.exp((total[pick] - np.where(mine, log, 0.0)) / others), np.nan)
+            if n_workers
+            else np.full(len(shards), np.nan)
+        )
+    return shards.assign(
+        size_ratio=size_ratio,
+        rate_ratio=rate_ratio,
+        cpu_ratio=cpu_ratio,
+        speed=speed,
+        worker_speed=worker_speed,
+        worker_shards=others,
+    )
 
 
 def slow_workers(shards: pd.DataFrame, stats: pd.DataFrame, covered_workers: set[str], th) -> list:
@@ -61,16 +71,26 @@ def slow_workers(shards: pd.DataFrame, stats: pd.DataFrame, covered_workers: set
         mean = np.bincount(code[mine], weights=np.log(speed[mine]), minlength=n_workers) / n
         mean_var = np.bincount(code[mine], weights=np.nan_to_num(var[mine]), minlength=n_workers) / n
         zscore = mean * np.sqrt(n) / np.sqrt(mean_var)
-    enough = n >= MIN_WORKER_SHARDS
+    enough = n >= MIN_WORKER_SHARDS + 1  # a worker judged on its own needs two shards at least
     z = max(th.outlier_z, NormalDist().inv_cdf(1 - th.false_rate / max(int(enough.sum()), 1)))
-    slow = pd.DataFrame({"n": n, "mean": mean}, index=names)[enough & (mean <= np.log(th.slow_worker_speed))
-                                                             & (zscore <= -z)]
+    slow = pd.DataFrame({"n": n, "mean": mean}, index=names)[
+        enough & (mean <= np.log(th.slow_worker_speed)) & (zscore <= -z)
+    ]
     out = []
     for worker, r in slow.iterrows():
         if worker in covered_workers:
             continue
-        out.append(Finding(kind="slow-worker", causes=("slow-worker",), severity=INFO, worker=str(worker),
-                           title=f"worker {worker} runs its shards at {np.exp(r['mean']):.2f}x the stage speed",
-                           evidence=(f"{int(r['n'])} finished shard(s), geometric mean speed {np.exp(r['mean']):.2f}x; "
-                                     "none of them held a stage up, so it costs throughput, not a tail",)))
+        out.append(
+            Finding(
+                kind="slow-worker",
+                causes=("slow-worker",),
+                severity=INFO,
+                worker=str(worker),
+                title=f"worker {worker} runs its shards at {np.exp(r['mean']):.2f}x the stage speed",
+                evidence=(
+                    f"{int(r['n'])} finished shard(s), geometric mean speed {np.exp(r['mean']):.2f}x; "
+                    "none of them held a stage up, so it costs throughput, not a tail",
+                ),
+            )
+        )
     return out

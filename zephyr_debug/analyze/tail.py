@@ -30,20 +30,37 @@ class Episode:
     n_shards: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"stage": self.stage, "start": self.start, "end": self.end, "duration_s": clean_number(self.duration_s),
-                "share": clean_number(self.share), "in_flight": self.in_flight, "ongoing": self.ongoing,
-                "shards": list(self.shards), "n_shards": self.n_shards}
+        return {
+            "stage": self.stage,
+            "start": self.start,
+            "end": self.end,
+            "duration_s": clean_number(self.duration_s),
+            "share": clean_number(self.share),
+            "in_flight": self.in_flight,
+            "ongoing": self.ongoing,
+            "shards": list(self.shards),
+            "n_shards": self.n_shards,
+        }
 
 
 def stage_bounds(ev: Evidence) -> pd.DataFrame:
     """Per stage: start, end and wall_s, from StageInfo, else the first/last record of the stage
     (the end is `now` while the job runs)."""
-    spans = [pd.to_numeric(f[c], errors="coerce").groupby(f["stage"]).agg(["min", "max"])
-             for f, c in ((ev.status, "ts"), (ev.attempts, "start_ts"), (ev.attempts, "end_ts")) if len(f)]
+    spans = [
+        pd.to_numeric(f[c], errors="coerce").groupby(f["stage"]).agg(["min", "max"])
+        for f, c in ((ev.status, "ts"), (ev.attempts, "start_ts"), (ev.attempts, "end_ts"))
+        if len(f)
+    ]
     seen = pd.concat(spans) if spans else pd.DataFrame(columns=["min", "max"], dtype=float)
     out = seen.groupby(level=0).agg(start=("min", "min"), seen=("max", "max"))
-    info = pd.DataFrame([{"stage": s.name, "start_ts": s.start_ts, "end_ts": s.end_ts} for s in ev.stages],
-                        columns=["stage", "start_ts", "end_ts"]).set_index("stage").astype(float)
+    info = (
+        pd.DataFrame(
+            [{"stage": s.name, "start_ts": s.start_ts, "end_ts": s.end_ts} for s in ev.stages],
+            columns=["stage", "start_ts", "end_ts"],
+        )
+        .set_index("stage")
+        .astype(float)
+    )
     out = info.join(out, how="outer")
     last = out["seen"] if ev.state != "running" else pd.Series(ev.now, index=out.index)
     out["start"] = out["start_ts"].fillna(out["start"])
@@ -57,9 +74,11 @@ def episodes(ev: Evidence) -> list[Episode]:
     st = ev.status
     if not len(st):
         return []
-    st = st.assign(ts=pd.to_numeric(st["ts"], errors="coerce"),
-                   in_flight=pd.to_numeric(st["in_flight"], errors="coerce").fillna(0),
-                   queue_depth=pd.to_numeric(st["queue_depth"], errors="coerce").fillna(0))
+    st = st.assign(
+        ts=pd.to_numeric(st["ts"], errors="coerce"),
+        in_flight=pd.to_numeric(st["in_flight"], errors="coerce").fillna(0),
+        queue_depth=pd.to_numeric(st["queue_depth"], errors="coerce").fillna(0),
+    )
     st = st.dropna(subset=["ts"]).sort_values("ts", kind="stable").reset_index(drop=True)
     tail = (st["in_flight"] > 0) & (st["queue_depth"] == 0)
     run = ((tail != tail.shift()) | (st["stage"] != st["stage"].shift())).cumsum()
@@ -67,8 +86,9 @@ def episodes(ev: Evidence) -> list[Episode]:
     st["next_ts"] = st["ts"].shift(-1).where(st["stage"] == st["stage"].shift(-1))
     bounds = stage_bounds(ev)
     groups = st[tail].groupby(run[tail])
-    eps = groups.agg(stage=("stage", "first"), start=("ts", "first"), last=("ts", "last"),
-                     in_flight=("in_flight", "max"))
+    eps = groups.agg(
+        stage=("stage", "first"), start=("ts", "first"), last=("ts", "last"), in_flight=("in_flight", "max")
+    )
     if not len(eps):
         return []
     eps["next_ts"] = groups.tail(1).set_index(run[tail].drop_duplicates(keep="last"))["next_ts"]
@@ -79,11 +99,22 @@ def episodes(ev: Evidence) -> list[Episode]:
     eps["share"] = (eps["duration_s"] / wall.where(wall > 0)).clip(upper=1.0)
     finished = {s.name for s in ev.stages if s.end_ts is not None}
     current = st["stage"].iloc[-1]
-    return [Episode(stage=r.stage, start=float(r.start), end=float(r.end), duration_s=round(r.duration_s, 3),
-                    share=None if np.isnan(r.share) else round(r.share, 3), in_flight=int(r.in_flight),
-                    ongoing=bool(np.isnan(r.next_ts)) and ev.state == "running" and r.stage == current
-                    and r.stage not in finished, **_involved(ev, r))
-            for r in eps.itertuples()]
+    return [
+        Episode(
+            stage=r.stage,
+            start=float(r.start),
+            end=float(r.end),
+            duration_s=round(r.duration_s, 3),
+            share=None if np.isnan(r.share) else round(r.share, 3),
+            in_flight=int(r.in_flight),
+            ongoing=bool(np.isnan(r.next_ts))
+            and ev.state == "running"
+            and r.stage == current
+            and r.stage not in finished,
+            **_involved(ev, r),
+        )
+        for r in eps.itertuples()
+    ]
 
 
 def _involved(ev: Evidence, ep) -> dict:
@@ -95,4 +126,4 @@ def _involved(ev: Evidence, ep) -> dict:
     start = pd.to_numeric(a["start_ts"], errors="coerce")
     end = pd.to_numeric(a["end_ts"], errors="coerce").fillna(np.inf)
     shards = np.unique(a.loc[(start < ep.end) & (end > ep.start), "shard"].dropna().astype(int))
-    return {"shards": tuple(shards[:MAX_LISTED_SHARDS].tolist()), "n_shards": int(len(shards))}
+    return {"shards": tuple(shards[:MAX_LISTED_SHARDS].tolist()), "n_shards": len(shards)}

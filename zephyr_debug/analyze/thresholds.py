@@ -9,7 +9,7 @@ from zephyr_debug.model import STALL_THRESHOLD_S
 GAP_HEARTBEATS = 3.0  # a gap of this many heartbeat intervals between samples: the worker died and came back
 MIN_ROBUST_PEERS = 8  # below this many finished peers the robust spread is not trusted: floors decide alone
 MAD_TO_SIGMA = 1.4826  # MAD x this = standard deviation of a normal distribution
-MIN_WORKER_SHARDS = 2  # other finished shards a worker needs before its speed is known
+MIN_WORKER_SHARDS = 1  # other finished shards a worker needs before its speed is known
 
 
 @dataclass(frozen=True)

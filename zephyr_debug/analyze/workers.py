@@ -54,20 +54,38 @@ def rank(ev: Evidence, sort: str = "memory", limit: int | None = None) -> dict:
     w["alive"] = w["state"].isin(ALIVE_STATES)
     held, done = _shards(ev)
     now_held = pd.to_numeric(w["shard"], errors="coerce") if "shard" in w else pd.Series(np.nan, index=w.index)
-    w["shards_held"] = [sorted(set(h if isinstance(h, list) else []) | ({int(s)} if s == s else set()))
-                        for h, s in zip(w["worker"].map(held), now_held)]
+    w["shards_held"] = [
+        sorted(set(h if isinstance(h, list) else []) | ({int(s)} if s == s else set()))
+        for h, s in zip(w["worker"].map(held), now_held)
+    ]
     w["shards_done"] = w["worker"].map(done).fillna(0).astype(int)
     metrics = [*SORT_KEYS["memory"], "disk_mb", "cpu"]
     z = pd.DataFrame({m: robust_z(w[m]) for m in metrics})
     w["outliers"] = [[m for m, high in zip(metrics, row) if high] for row in (z > OUTLIER_Z).to_numpy()]
     for m in metrics:
         w[f"z_{m}"] = z[m].round(2)
-    w = w.sort_values(SORT_KEYS[sort] + ["worker"], ascending=[False] * len(SORT_KEYS[sort]) + [True],
-                      na_position="last", kind="stable")
+    w = w.sort_values(
+        SORT_KEYS[sort] + ["worker"],
+        ascending=[False] * len(SORT_KEYS[sort]) + [True],
+        na_position="last",
+        kind="stable",
+    )
     if limit:
         w = w.head(limit)
-    cols = ["worker", "state", "alive", "last_seen_ago", "memory_mb", "memory_peak_mb", "disk_mb", "cpu",
-            "shards_held", "shards_done", "outliers", *[f"z_{m}" for m in metrics]]
+    cols = [
+        "worker",
+        "state",
+        "alive",
+        "last_seen_ago",
+        "memory_mb",
+        "memory_peak_mb",
+        "disk_mb",
+        "cpu",
+        "shards_held",
+        "shards_done",
+        "outliers",
+        *[f"z_{m}" for m in metrics],
+    ]
     rows = w[cols].to_dict("records")
     return {"job": ev.job, "sort": sort, "workers": rows, "outliers": int(sum(bool(r["outliers"]) for r in rows))}
 
