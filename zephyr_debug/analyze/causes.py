@@ -18,8 +18,20 @@ from zephyr_debug.findings import CAUSES, WARNING, Cost, Finding
 
 STRAGGLER_KINDS = ("stuck", "slow-worker", "data-skew", "undetermined")
 FROZEN_LINES = 3  # status lines (one per heartbeat interval) in a row with the same items= while a shard runs alone
-METRICS = ("size", "size_ratio", "rate", "rate_ratio", "worker_speed", "worker_shards",
-           "cpu", "cpu_ratio", "plateau_s", "stalled_s", "plateau_now_s", "held_s")
+METRICS = (
+    "size",
+    "size_ratio",
+    "rate",
+    "rate_ratio",
+    "worker_speed",
+    "worker_shards",
+    "cpu",
+    "cpu_ratio",
+    "plateau_s",
+    "stalled_s",
+    "plateau_now_s",
+    "held_s",
+)
 
 
 @dataclass(frozen=True)
@@ -46,10 +58,12 @@ class StageView:
 def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost: Cost) -> Finding:
     """The finding for one outlier row `r` of the shard table."""
     worker = r.worker if isinstance(r.worker, str) else None
-    lines = [f"ran {r.own_s:.1f}s = {r.own_s / stage.median_s:.1f}x the median {stage.median_s:.1f}s of "
-             f"{stage.peers} finished peer(s), past the outlier cut {stage.cut_s:.1f}s (p99 {stage.p99_s:.1f}s)"
-             if stage.peers and r.own_s > stage.cut_s else
-             f"ran {r.own_s:.1f}s so far" + ("" if stage.peers else " (no finished peer to compare with)")]
+    lines = [
+        f"ran {r.own_s:.1f}s = {r.own_s / stage.median_s:.1f}x the median {stage.median_s:.1f}s of "
+        f"{stage.peers} finished peer(s), past the outlier cut {stage.cut_s:.1f}s (p99 {stage.p99_s:.1f}s)"
+        if stage.peers and r.own_s > stage.cut_s
+        else f"ran {r.own_s:.1f}s so far" + ("" if stage.peers else " (no finished peer to compare with)")
+    ]
     causes: list[str] = []
     missing: list[str] = []
     stuck = _stuck(r, stage, hb, th, lines)
@@ -57,56 +71,86 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
         causes.append("stuck")
     slow_worker = _known(r.worker_speed) and r.worker_shards >= MIN_WORKER_SHARDS
     if slow_worker:
-        lines.append(f"{worker} ran its {int(r.worker_shards)} other finished shard(s) at {r.worker_speed:.2f}x "
-                     "the stage speed")
+        lines.append(
+            f"{worker} ran its {int(r.worker_shards)} other finished shard(s) at {r.worker_speed:.2f}x the stage speed"
+        )
         if r.worker_speed <= th.slow_worker_speed:
             causes.append("slow-worker")
     else:
-        missing.append(f"{worker or 'its worker'} finished no other shard to compare with" if worker
-                       else "no source names the shard's worker")
+        missing.append(
+            f"{worker or 'its worker'} finished no other shard to compare with"
+            if worker
+            else "no source names the shard's worker"
+        )
     if "slow-worker" not in causes and not stuck:
         causes += _data(r, slow_worker, th, lines, missing, stage.sizes_from)
     elif "slow-worker" in causes and _known(r.size_ratio) and r.size_ratio >= th.skew_items:
         lines.append(f"and its input is {r.size_ratio:.1f}x the stage median: a bigger shard on a slow worker")
         causes.append("data-skew")  # two true causes: both listed
     if not causes and not stuck and "slow-worker" not in causes:
-        causes += _alone_rate(r, None if r.size_is_rows else stage.alone_for(r, hb),
-                              slow_worker and r.worker_speed > th.slow_worker_speed,
-                              th, lines, missing)
+        causes += _alone_rate(
+            r,
+            None if r.size_is_rows else stage.alone_for(r, hb),
+            slow_worker and r.worker_speed > th.slow_worker_speed,
+            th,
+            lines,
+            missing,
+        )
     if not causes:
         causes.append("undetermined")
-        lines.append("cause undetermined: " + "; ".join(missing or ["the evidence cannot tell size, speed or a stall apart"]))
+        lines.append(
+            "cause undetermined: " + "; ".join(missing or ["the evidence cannot tell size, speed or a stall apart"])
+        )
     causes.sort(key=CAUSES.index)
     kind = causes[0]
     nxt = steps.for_straggler(kind, worker, int(r.shard), live=bool(r.running))
     ratio = r.own_s / stage.median_s if stage.median_s == stage.median_s and stage.median_s else None
     title = f"shard {int(r.shard)} of {r.stage}: {', '.join(causes)}"
     metrics = tuple((m, getattr(r, m, None)) for m in METRICS)
-    return Finding(kind=kind, title=title, severity=WARNING, evidence=tuple(lines), next=tuple(nxt),
-                   causes=tuple(causes), stage=r.stage, shard=int(r.shard), worker=worker, cost=cost,
-                   elapsed_s=float(r.elapsed_s), ratio_to_median=ratio,
-                   metrics=metrics + (("median_s", stage.median_s), ("cut_s", stage.cut_s), ("peers", stage.peers)))
+    return Finding(
+        kind=kind,
+        title=title,
+        severity=WARNING,
+        evidence=tuple(lines),
+        next=tuple(nxt),
+        causes=tuple(causes),
+        stage=r.stage,
+        shard=int(r.shard),
+        worker=worker,
+        cost=cost,
+        elapsed_s=float(r.elapsed_s),
+        ratio_to_median=ratio,
+        metrics=metrics + (("median_s", stage.median_s), ("cut_s", stage.cut_s), ("peers", stage.peers)),
+    )
 
 
 def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> bool:
     need = th.stuck_heartbeats * hb
     if r.running and r.holder_alive and _known(r.plateau_now_s) and r.plateau_now_s >= need:
-        lines.append(f"no new items for {r.plateau_now_s:.0f}s ({r.plateau_now_s / hb:.0f} heartbeats) at "
-                     f"{_count(r.last_items)} items while {r.worker} stays alive")
+        lines.append(
+            f"no new items for {r.plateau_now_s:.0f}s ({r.plateau_now_s / hb:.0f} heartbeats) at "
+            f"{_count(r.last_items)} items while {r.worker} stays alive"
+        )
         return True
     excess = r.own_s - stage.median_s
     if not r.running and _known(r.plateau_s) and r.plateau_s >= need and r.stalled_s >= 0.5 * excess:
-        lines.append(f"stalled {r.stalled_s:.0f}s in all (longest {r.plateau_s:.0f}s with no new items) while "
-                     f"{r.worker} stayed alive")
+        lines.append(
+            f"stalled {r.stalled_s:.0f}s in all (longest {r.plateau_s:.0f}s with no new items) while "
+            f"{r.worker} stayed alive"
+        )
         return True
     solo = None if r.size_is_rows else stage.alone_for(r, hb)  # a reduce stage's items= count outputs
     if solo is not None and solo.frozen() and solo.seconds >= max(th.alone_shards * solo.shard_s, FROZEN_LINES * hb):
-        lines.append(f"the status line's items= did not move for {solo.seconds:.0f}s while it was the only shard in "
-                     f"flight (a typical shard moves it by {solo.shard_rate * solo.seconds:,.0f} in that time)")
+        lines.append(
+            f"the status line's items= did not move for {solo.seconds:.0f}s while it was the only shard in "
+            f"flight (a typical shard moves it by {solo.shard_rate * solo.seconds:,.0f} in that time)"
+        )
         return True
     if r.running and stage.frozen_s >= need and not r.size_is_rows:
-        lines.append(f"the status line's items= did not move for {stage.frozen_s:.0f}s while only the tail's "
-                     "shards were in flight")
+        lines.append(
+            f"the status line's items= did not move for {stage.frozen_s:.0f}s while only the tail's "
+            "shards were in flight"
+        )
         return True
     return False
 
@@ -116,29 +160,43 @@ def _data(r, worker_known: bool, th: Thresholds, lines: list[str], missing: list
     size_known, rate_known = _known(r.size_ratio), _known(r.rate_ratio) and not r.size_is_rows
     if size_known:
         what = "input rows (ScatterReader: chunks x largest chunk)" if r.size_is_rows else "items"
-        lines.append(f"{what} {_count(r.size)} ({f'from {source}; ' if source else ''}{r.size_ratio:.1f}x the stage "
-                     "median)"
-                     + (f" at {r.rate_ratio:.2f}x the stage median rate" if rate_known else ""))
+        lines.append(
+            f"{what} {_count(r.size)} ({f'from {source}; ' if source else ''}{r.size_ratio:.1f}x the stage "
+            "median)" + (f" at {r.rate_ratio:.2f}x the stage median rate" if rate_known else "")
+        )
     else:
-        missing.append("no item or byte counts for this shard (heartbeats, counters or Zephyr's telemetry: "
-                       "--finelog)")
-    if size_known and r.size_ratio >= th.skew_items and (r.size_is_rows or not rate_known
-                                                         or r.rate_ratio >= th.normal_rate):
+        missing.append("no item or byte counts for this shard (heartbeats, counters or Zephyr's telemetry: --finelog)")
+    if (
+        size_known
+        and r.size_ratio >= th.skew_items
+        and (r.size_is_rows or not rate_known or r.rate_ratio >= th.normal_rate)
+    ):
         return ["data-skew"]
     normal_elsewhere = worker_known and r.worker_speed > th.slow_worker_speed
     if rate_known and r.rate_ratio < th.normal_rate and normal_elsewhere:
-        lines.append("a normal-sized input processed slowly by a worker that is normal elsewhere: "
-                     "its records are expensive (per-record cost skew)")
+        lines.append(
+            "a normal-sized input processed slowly by a worker that is normal elsewhere: "
+            "its records are expensive (per-record cost skew)"
+        )
         return ["data-skew"]
-    if rate_known and r.rate_ratio < th.normal_rate and not worker_known and _known(r.cpu_ratio) \
-            and r.cpu_ratio >= th.skew_cpu:
-        lines.append(f"a normal-sized input processed slowly while burning {r.cpu_ratio:.1f}x the stage's median CPU: "
-                     "its records are expensive (per-record cost skew), not a worker waiting")
+    if (
+        rate_known
+        and r.rate_ratio < th.normal_rate
+        and not worker_known
+        and _known(r.cpu_ratio)
+        and r.cpu_ratio >= th.skew_cpu
+    ):
+        lines.append(
+            f"a normal-sized input processed slowly while burning {r.cpu_ratio:.1f}x the stage's median CPU: "
+            "its records are expensive (per-record cost skew), not a worker waiting"
+        )
         missing.clear()
         return ["data-skew"]
     if normal_elsewhere:
-        missing.append("its worker is normal elsewhere, so the shard itself is slower, but nothing shows whether it "
-                       "is bigger or costlier per record")
+        missing.append(
+            "its worker is normal elsewhere, so the shard itself is slower, but nothing shows whether it "
+            "is bigger or costlier per record"
+        )
     return []
 
 
@@ -153,58 +211,94 @@ def _count(value) -> str:
 def frozen_stage(prog, frozen_s: float, hb: float, steps: Steps) -> Finding:
     """A coordinator-only stuck tail: `items=` frozen while the last shards are in flight (the log
     does not say which shards)."""
-    return Finding(kind="stuck", causes=("stuck",), severity=WARNING, stage=prog.stage,
-                   title=f"{prog.stage}: {prog.in_flight} shard(s) in flight make no progress",
-                   evidence=(f"the status line's items= did not move for {frozen_s:.0f}s ({frozen_s / hb:.0f} "
-                             f"heartbeats) while the queue is empty and {prog.in_flight} shard(s) are in flight",
-                             "this log does not name the shards in flight: worker lines (`iris job logs` with "
-                             "children) or Zephyr's telemetry (--finelog) do"),
-                   next=tuple(steps.playbook("stuck")), cost=Cost(held_s=frozen_s))
+    return Finding(
+        kind="stuck",
+        causes=("stuck",),
+        severity=WARNING,
+        stage=prog.stage,
+        title=f"{prog.stage}: {prog.in_flight} shard(s) in flight make no progress",
+        evidence=(
+            f"the status line's items= did not move for {frozen_s:.0f}s ({frozen_s / hb:.0f} "
+            f"heartbeats) while the queue is empty and {prog.in_flight} shard(s) are in flight",
+            "this log does not name the shards in flight: worker lines (`iris job logs` with "
+            "children) or Zephyr's telemetry (--finelog) do",
+        ),
+        next=tuple(steps.playbook("stuck")),
+        cost=Cost(held_s=frozen_s),
+    )
 
 
-def _alone_rate(r, solo: Alone | None, normal_elsewhere: bool, th: Thresholds, lines: list[str],
-                missing: list[str]) -> list[str]:
+def _alone_rate(
+    r, solo: Alone | None, normal_elsewhere: bool, th: Thresholds, lines: list[str], missing: list[str]
+) -> list[str]:
     """Size evidence from the status line while the shard ran alone: its items= rate is that shard's."""
-    if solo is None or not solo.rate == solo.rate or solo.rate <= 0:
+    if solo is None or not solo.rate > 0:  # also NaN
         return []
     ratio = solo.rate / solo.shard_rate
-    lines.append(f"while it ran alone ({solo.seconds:.0f}s) the stage's items= rose {solo.rate:,.1f}/s = {ratio:.2f}x "
-                 "a typical shard's rate")
+    lines.append(
+        f"while it ran alone ({solo.seconds:.0f}s) the stage's items= rose {solo.rate:,.1f}/s = {ratio:.2f}x "
+        "a typical shard's rate"
+    )
     if ratio >= th.normal_rate:
-        lines.append(f"a normal rate for {r.own_s / solo.shard_s:.1f}x a typical shard's run: a bigger input "
-                     f"(about {ratio * r.own_s / solo.shard_s:.0f}x the items)")
+        lines.append(
+            f"a normal rate for {r.own_s / solo.shard_s:.1f}x a typical shard's run: a bigger input "
+            f"(about {ratio * r.own_s / solo.shard_s:.0f}x the items)"
+        )
         missing.clear()
         return ["data-skew"]
     if normal_elsewhere:
-        lines.append("a low rate on a worker that is normal elsewhere: its records are expensive (per-record cost skew)")
+        lines.append(
+            "a low rate on a worker that is normal elsewhere: its records are expensive (per-record cost skew)"
+        )
         missing.clear()
         return ["data-skew"]
     return []
 
 
-def solo_tail(stage: str, solo: Alone, shard: int | None, worker: str | None, hb: float, th: Thresholds,
-              steps: Steps, cost: Cost) -> Finding:
+def solo_tail(
+    stage: str, solo: Alone, shard: int | None, worker: str | None, hb: float, th: Thresholds, steps: Steps, cost: Cost
+) -> Finding:
     """A stage held by one shard that a coordinator-only log cannot name: its status lines show one
     shard in flight for longer than `alone_shards` typical runs (Little's law gives a typical run)."""
-    lines = [f"one shard ran alone for {solo.seconds:.0f}s = {solo.seconds / solo.shard_s:.1f}x a typical shard's "
-             f"run ({solo.shard_s:.0f}s: mean in flight / completions per second)"]
+    lines = [
+        f"one shard ran alone for {solo.seconds:.0f}s = {solo.seconds / solo.shard_s:.1f}x a typical shard's "
+        f"run ({solo.shard_s:.0f}s: mean in flight / completions per second)"
+    ]
     if solo.frozen() and solo.seconds >= FROZEN_LINES * hb:
-        lines.append(f"the status line's items= did not move meanwhile (a typical shard moves it by "
-                     f"{solo.shard_rate * solo.seconds:,.0f})")
+        lines.append(
+            f"the status line's items= did not move meanwhile (a typical shard moves it by "
+            f"{solo.shard_rate * solo.seconds:,.0f})"
+        )
         kind = "stuck"
     elif solo.rate == solo.rate and solo.rate > 0 and solo.rate / solo.shard_rate >= th.normal_rate:
-        lines.append(f"items= rose at {solo.rate / solo.shard_rate:.2f}x a typical shard's rate meanwhile: a bigger "
-                     "input at a normal speed")
+        lines.append(
+            f"items= rose at {solo.rate / solo.shard_rate:.2f}x a typical shard's rate meanwhile: a bigger "
+            "input at a normal speed"
+        )
         kind = "data-skew"
     else:
-        lines.append("cause undetermined: " + ("no item counts in the status lines" if solo.rate != solo.rate else
-                                               "a low item rate: a slow worker or expensive records")
-                     + "; worker lines or Zephyr's telemetry (--finelog) name the shard and tell")
+        lines.append(
+            "cause undetermined: "
+            + (
+                "no item counts in the status lines"
+                if solo.rate != solo.rate
+                else "a low item rate: a slow worker or expensive records"
+            )
+            + "; worker lines or Zephyr's telemetry (--finelog) name the shard and tell"
+        )
         kind = "undetermined"
     if shard is None:
         lines.append("this log does not name the shard (no worker lines)")
     who = f"shard {shard}" if shard is not None else "its last shard"
-    return Finding(kind=kind, causes=(kind,), severity=WARNING, stage=stage, shard=shard, worker=worker,
-                   title=f"{stage} held by {who}: {kind}", evidence=tuple(lines),
-                   next=tuple(steps.for_straggler(kind, worker, shard if shard is not None else -1, live=True)),
-                   cost=cost)
+    return Finding(
+        kind=kind,
+        causes=(kind,),
+        severity=WARNING,
+        stage=stage,
+        shard=shard,
+        worker=worker,
+        title=f"{stage} held by {who}: {kind}",
+        evidence=tuple(lines),
+        next=tuple(steps.for_straggler(kind, worker, shard if shard is not None else -1, live=True)),
+        cost=cost,
+    )
