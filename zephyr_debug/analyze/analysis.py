@@ -448,7 +448,7 @@ def _stage_rows(ev: Evidence, stats: pd.DataFrame) -> tuple[StageRow, ...]:
     for name in names:
         st = stats.loc[name] if name in stats.index else None
 
-        def val(col: str):
+        def val(col: str, st=st):
             return None if st is None else st[col]
 
         out.append(

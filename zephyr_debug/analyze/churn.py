@@ -155,7 +155,7 @@ def findings(ev: Evidence, steps: Steps, found: list[Finding] = (), rules: Churn
         peak = max((sum(1 for u in own if t <= u < t + window) for t in own), default=0)
         if peak >= rules.flap_count:
             out.append(_flapping(w, own, peak, window, steps))
-    rq = rq[[(s, sh) not in covered for s, sh in zip(rq["stage"], rq["shard"])]] if len(rq) else rq
+    rq = rq[[(s, sh) not in covered for s, sh in zip(rq["stage"], rq["shard"], strict=True)]] if len(rq) else rq
     out += _bursts(rq, rules.burst_window_timeouts * timeout_s(ev), rules, steps)
     return out
 

@@ -198,7 +198,7 @@ def _done_attempts(ev: Evidence) -> pd.DataFrame:
             "items": pd.to_numeric(a["items"], errors="coerce"),
             "bytes": pd.to_numeric(a["bytes"], errors="coerce"),
             "elapsed_s": pd.to_numeric(a["elapsed_s"], errors="coerce"),
-            "counters": a["counters"] if "counters" in a else None,
+            "counters": a.get("counters"),
         }
     )
     return out.dropna(subset=["shard"])
@@ -222,9 +222,14 @@ def _done_shards(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
     if "counters" in a and len(a):
         counted = a[a["counters"].notna() & (a["outcome"] == "done")]
         if len(counted):
-            by_key = {(st, int(sh)): c for st, sh, c in zip(counted["stage"], counted["shard"], counted["counters"])}
+            by_key = {
+                (st, int(sh)): c
+                for st, sh, c in zip(counted["stage"], counted["shard"], counted["counters"], strict=True)
+            }
             out["counters"] = (
-                [by_key.get((st, int(sh))) for st, sh in zip(out["stage"], out["shard"])] if len(by_key) else None
+                [by_key.get((st, int(sh))) for st, sh in zip(out["stage"], out["shard"], strict=True)]
+                if len(by_key)
+                else None
             )
     return out
 
@@ -239,7 +244,7 @@ def _stage(name: str, wall: float | None, done: pd.DataFrame, totals: dict, stat
             per_shard[counter] = (shard[ok], values[ok])
     user: dict[str, dict[int, float]] = {}
     counted = done[done["counters"].notna()] if "counters" in done else done.iloc[:0]
-    for sh, counts in zip(counted["shard"].astype(int), counted["counters"]):
+    for sh, counts in zip(counted["shard"].astype(int), counted["counters"], strict=True):
         if isinstance(counts, dict):
             for k, v in counts.items():
                 if _number(v) is not None:

@@ -203,7 +203,7 @@ def _recovered(recovered: dict, steps: Steps) -> Finding:
         f"{len(ks)} shard(s): {title} (fingerprint {fp[:12]})"
         for (fp, title), ks in sorted(recovered.items(), key=lambda kv: -len(kv[1]))[:MAX_LISTED]
     ]
-    stage, shard = keys[0]
+    stage, _shard = keys[0]
     return Finding(
         kind="recovered",
         causes=("recovered",),

@@ -11,7 +11,7 @@ Thresholds are the constants below; docs/known-modes.md lists the modes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -51,7 +51,7 @@ class Match:
     shards: tuple[int, ...] = ()  # ... and overlapping these shards (none: any finding of those kinds)
     stage: str | None = None
     severity: str = ERROR
-    cost: Cost = Cost()
+    cost: Cost = field(default_factory=Cost)
 
 
 def findings(ev: Evidence, found: list[Finding], steps: Steps) -> list[Finding]:
@@ -283,6 +283,8 @@ def last_stage_shutdown(ev: Evidence, found: list[Finding]) -> Match | None:
         return None
     last = st.iloc[-1]
     mine = st[st["stage"] == last["stage"]]
+    if not len(mine):  # a status row without a stage name
+        return None
     num = {
         c: pd.to_numeric(mine[c], errors="coerce")
         for c in ("queue_depth", "in_flight", "dead", "registered", "completed", "total")
@@ -335,7 +337,7 @@ def dispatch_stall(ev: Evidence, found: list[Finding]) -> Match | None:
         c: pd.to_numeric(st[c], errors="coerce").to_numpy()
         for c in ("ts", "queue_depth", "in_flight", "alive", "registered", "completed")
     }
-    workers = [a if a == a else r for a, r in zip(num["alive"], num["registered"])]
+    workers = [a if a == a else r for a, r in zip(num["alive"], num["registered"], strict=True)]
     k = len(st)
     while (
         k > 0
@@ -475,7 +477,9 @@ def _iris_running(ev: Evidence, workers: set[str]) -> int:
     if "iris_worker" not in w:
         return 0
     tasks = w[w["iris_worker"].notna()]
-    return sum(zephyr_id(str(t)) in workers and s == "busy" for t, s in zip(tasks["worker"], tasks["state"]))
+    return sum(
+        zephyr_id(str(t)) in workers and s == "busy" for t, s in zip(tasks["worker"], tasks["state"], strict=True)
+    )
 
 
 def _holders(ev: Evidence, stage: str | None, shards: tuple[int, ...]) -> set[str]:

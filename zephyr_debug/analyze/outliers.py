@@ -60,7 +60,11 @@ def stage_stats(
             "median_cpu": _median(s["cpu"][done]),
         }
         row.update(
-            zip(("median_s", "p90_s", "p99_s"), np.quantile(fin, (0.5, 0.9, 0.99)) if len(fin) else [np.nan] * 3)
+            zip(
+                ("median_s", "p90_s", "p99_s"),
+                np.quantile(fin, (0.5, 0.9, 0.99)) if len(fin) else [np.nan] * 3,
+                strict=True,
+            )
         )
         row["sigma_log"], row["cut_s"] = _cut(fin, hb, th)
         # a slow-but-normal run (the robust p90): what an outlier is replaced by to see what it held
@@ -90,9 +94,10 @@ def _cut(fin: np.ndarray, hb: float, th: Thresholds) -> tuple[float, float]:
 def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     """Adds to the shard table: `own_s` (the newest attempt's run time, so far when running),
     `outlier`, `end` (its end, or now while unfinished), `expected_end` of its stage (its finished
-    outliers run a normal time, an unfinished shard stopped at the cut), `held_s` (how long it kept the stage open past that) and `last_s` (how long after every
-    other shard of its stage it ended; 0 unless it ended last) and `allow_s` (cut - median: the
-    lateness an outlier is allowed before it counts)."""
+    outliers run a normal time, an unfinished shard stopped at the cut), `held_s` (how long it
+    kept the stage open past that) and `last_s` (how long after every other shard of its stage it
+    ended; 0 unless it ended last) and `allow_s` (cut - median: the lateness an outlier is allowed
+    before it counts)."""
     cut = shards["stage"].map(stats["cut_s"]).astype(float).to_numpy()
     running = shards["running"].to_numpy(dtype=bool)
     done = shards["done"].to_numpy(dtype=bool)

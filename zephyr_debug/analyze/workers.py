@@ -56,12 +56,12 @@ def rank(ev: Evidence, sort: str = "memory", limit: int | None = None) -> dict:
     now_held = pd.to_numeric(w["shard"], errors="coerce") if "shard" in w else pd.Series(np.nan, index=w.index)
     w["shards_held"] = [
         sorted(set(h if isinstance(h, list) else []) | ({int(s)} if s == s else set()))
-        for h, s in zip(w["worker"].map(held), now_held)
+        for h, s in zip(w["worker"].map(held), now_held, strict=True)
     ]
     w["shards_done"] = w["worker"].map(done).fillna(0).astype(int)
     metrics = [*SORT_KEYS["memory"], "disk_mb", "cpu"]
     z = pd.DataFrame({m: robust_z(w[m]) for m in metrics})
-    w["outliers"] = [[m for m, high in zip(metrics, row) if high] for row in (z > OUTLIER_Z).to_numpy()]
+    w["outliers"] = [[m for m, high in zip(metrics, row, strict=True) if high] for row in (z > OUTLIER_Z).to_numpy()]
     for m in metrics:
         w[f"z_{m}"] = z[m].round(2)
     w = w.sort_values(
