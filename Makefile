@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= test,iris,zephyr
+EXTRAS ?= test,iris,zephyr,lint
 
 .PHONY: install demo test test-fast lint dist bench clean dashboards observe
 
@@ -17,20 +17,17 @@ install: $(BIN)/.installed-$(EXTRAS)
 demo: install
 	$(BIN)/zdebug demo
 
-test: install
+test: lint
 	$(BIN)/pytest -q -ra --durations=20
 
 test-fast: install
 	$(BIN)/pytest -q -ra -m "not slow"
 
-# Files already clean; the lead widens LINT_PATHS to the whole tree.
-LINT_PATHS ?= zephyr_debug/cli.py zephyr_debug/__init__.py zephyr_debug/errors.py zephyr_debug/jobstore.py \
-	zephyr_debug/playbooks zephyr_debug/commands tests/test_cli_foundation.py tests/test_packaging.py \
-	benchmarks/bench_startup.py
-lint: EXTRAS = test,lint
+# ruff (lint + format) over the tree, mypy over the package; `make test` runs this first.
 lint: install
-	$(BIN)/ruff check $(LINT_PATHS)
-	$(BIN)/mypy $(LINT_PATHS)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy zephyr_debug
 
 dist: install
 	$(BIN)/python -m build --outdir dist
