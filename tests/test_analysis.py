@@ -9,8 +9,8 @@ import sys
 from dataclasses import replace
 
 import pytest
-
 from conftest import FAST
+
 from zephyr_debug.analyze.analysis import analyze
 from zephyr_debug.findings import ERROR, INFO
 from zephyr_debug.sources import load
@@ -91,8 +91,9 @@ def test_crash_loop_counts_against_the_task_limit(reference_job):
 
 
 def test_failures_a_retry_absorbed_are_information_with_their_kind(reference_job):
-    result = reference_job("oom:1", "segfault:2", "exception:3", runner="subprocess", workers=3, shards=6,
-                           memory_limit_mb=300)
+    result = reference_job(
+        "oom:1", "segfault:2", "exception:3", runner="subprocess", workers=3, shards=6, memory_limit_mb=300
+    )
     a = analysis(result)
     assert a.state == "succeeded" and a.problems == ()  # each failed once, then finished
     [info] = [f for f in a.findings if f.kind == "recovered"]
@@ -102,8 +103,9 @@ def test_failures_a_retry_absorbed_are_information_with_their_kind(reference_job
 
 def test_oom_inline_infra_loop_is_oom(reference_job):
     coordinator = replace(FAST, no_workers_timeout=5.0, max_infra_failures=3)
-    result = reference_job("oom:1:always", workers=2, shards=3, stages=1, memory_limit_mb=300,
-                           coordinator=coordinator, respawn_delay_s=0.2)
+    result = reference_job(
+        "oom:1:always", workers=2, shards=3, stages=1, memory_limit_mb=300, coordinator=coordinator, respawn_delay_s=0.2
+    )
     f = by_shard(result)[1]
     assert f.kind == "crash-loop" and "oom" in f.causes
     assert any("3/3 INFRA" in line for line in f.evidence)
@@ -131,8 +133,20 @@ def test_cli_json_contract_and_flags(reference_job):
     out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     assert out["schema_version"] >= 2 and out["job"] == result.execution_id and out["stages"] and out["findings"]
     f = out["findings"][0]
-    assert {"shard", "shards", "worker", "stage", "cause", "causes", "severity", "elapsed_s", "ratio_to_median",
-            "evidence", "next", "cost"} <= set(f)
+    assert {
+        "shard",
+        "shards",
+        "worker",
+        "stage",
+        "cause",
+        "causes",
+        "severity",
+        "elapsed_s",
+        "ratio_to_median",
+        "evidence",
+        "next",
+        "cost",
+    } <= set(f)
     assert isinstance(f["next"], list) and f["next"]
     bad = subprocess.run(cmd[:-1] + ["--multiplier", "0.5"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr

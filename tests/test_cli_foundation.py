@@ -67,8 +67,15 @@ def test_bad_targets_are_one_line_errors(tmp_path):
 
 
 def test_live_coordinator_url_status_and_metrics(tmp_path):
-    config = JobConfig(workers=2, runner="inline", stages=fast_stages(4, 4000, stages=1),
-                       faults=[parse_fault("hang:1:secs=6")], coordinator=FAST, root=tmp_path, deadline_s=60)
+    config = JobConfig(
+        workers=2,
+        runner="inline",
+        stages=fast_stages(4, 4000, stages=1),
+        faults=[parse_fault("hang:1:secs=6")],
+        coordinator=FAST,
+        root=tmp_path,
+        deadline_s=60,
+    )
     job = Job(config).start()
     waiter = threading.Thread(target=job.wait, daemon=True)
     waiter.start()
@@ -119,8 +126,21 @@ def test_killed_coordinator_reads_as_interrupted(tmp_path):
 
 
 def test_demo_runs_a_small_job_and_leaves_a_job_dir(tmp_path):
-    proc = zdebug("demo", "--workers", "2", "--shards", "4", "--rows", "2000", "--runner", "inline",
-                  "--fault", "exception:1", "--json", home=tmp_path)
+    proc = zdebug(
+        "demo",
+        "--workers",
+        "2",
+        "--shards",
+        "4",
+        "--rows",
+        "2000",
+        "--runner",
+        "inline",
+        "--fault",
+        "exception:1",
+        "--json",
+        home=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["state"] == "succeeded" and out["faults"] == ["exception:1"]
@@ -138,8 +158,10 @@ HEAVY = ("pandas", "numpy", "plotly", "pyarrow", "requests", "psutil", "promethe
 
 
 def test_importing_the_cli_pulls_in_no_heavy_library():
-    code = ("import json, sys; import zephyr_debug.cli; "
-            f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
+    code = (
+        "import json, sys; import zephyr_debug.cli; "
+        f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
@@ -155,8 +177,15 @@ def test_every_help_has_examples_real_metavars_and_fits_80_columns(tmp_path):
     env = {**os.environ, "COLUMNS": "80", "ZDEBUG_HOME": str(tmp_path)}
     root = subprocess.run([*ZDEBUG, "--help"], capture_output=True, text=True, timeout=60, env=env)
     assert root.returncode == 0
-    for form in ("iris://", "finelog://HOST:PORT/EXEC", "http://HOST:PORT", "prometheus+http://", "latest",
-                 "--install-completion", "--version"):
+    for form in (
+        "iris://",
+        "finelog://HOST:PORT/EXEC",
+        "http://HOST:PORT",
+        "prometheus+http://",
+        "latest",
+        "--install-completion",
+        "--version",
+    ):
         assert form in root.stdout
     for args in _commands():
         proc = subprocess.run([*ZDEBUG, *args, "--help"], capture_output=True, text=True, timeout=60, env=env)
@@ -175,9 +204,13 @@ def test_version_and_completion():
     proc = subprocess.run([*ZDEBUG, "--version"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == f"zdebug {__version__}"
     env = {**os.environ, "_ZDEBUG_COMPLETE": "complete_bash", "COMP_WORDS": "zdebug strag", "COMP_CWORD": "1"}
-    proc = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'zdebug'; "
-                           "from zephyr_debug.cli import main; main()"], capture_output=True, text=True, env=env,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.argv[0] = 'zdebug'; from zephyr_debug.cli import main; main()"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.stdout.split() == ["stragglers"], proc.stdout + proc.stderr
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import run_reference
+
 from zephyr_debug.analyze import counters
 from zephyr_debug.analyze.analysis import analyze
 from zephyr_debug.analyze.nextsteps import Steps
@@ -32,9 +32,21 @@ def _ev(job="j", shards=20, drop=0.001, rare_on=(), stage="stage0-Map", rate=100
             user["decode_errors"] = 7
         elif rare_on:
             user["decode_errors"] = 0
-        rows.append({"stage": stage, "shard": s, "attempt": 0, "worker": f"w{s % 4}", "start_ts": 0.0,
-                     "end_ts": items / rate, "outcome": "done", "elapsed_s": items / rate, "items": items,
-                     "bytes": items * 50, "counters": user})
+        rows.append(
+            {
+                "stage": stage,
+                "shard": s,
+                "attempt": 0,
+                "worker": f"w{s % 4}",
+                "start_ts": 0.0,
+                "end_ts": items / rate,
+                "outcome": "done",
+                "elapsed_s": items / rate,
+                "items": items,
+                "bytes": items * 50,
+                "counters": user,
+            }
+        )
     ev = Evidence(job=job, source=job, now=100.0, state="succeeded")
     ev.stages = [StageInfo(stage, 0, shards, start_ts=0.0, end_ts=100.0)]
     ev.attempts = frame(rows, ATTEMPT_COLUMNS)
@@ -75,8 +87,20 @@ def _status(stage_rates: list[float], in_flight=8) -> pd.DataFrame:
     rows, items = [], 0.0
     for i, r in enumerate(stage_rates):
         items += r * 5 * in_flight
-        rows.append({"ts": 5.0 * i, "stage": "stage0-Map", "completed": i, "total": 999, "in_flight": in_flight,
-                     "queue_depth": 100, "alive": in_flight, "registered": in_flight, "dead": 0, "items": items})
+        rows.append(
+            {
+                "ts": 5.0 * i,
+                "stage": "stage0-Map",
+                "completed": i,
+                "total": 999,
+                "in_flight": in_flight,
+                "queue_depth": 100,
+                "alive": in_flight,
+                "registered": in_flight,
+                "dead": 0,
+                "items": items,
+            }
+        )
     rows.append({**rows[-1], "ts": rows[-1]["ts"] + 5, "queue_depth": 0, "in_flight": 1, "items": items + 1})
     return frame(rows, STATUS_COLUMNS + ["items"])
 
@@ -116,8 +140,17 @@ def test_reference_stage_faults_against_earlier_runs(tmp_path):
     """Two healthy runs, then drop-records in stage 0 and slow-stage in stage 1: each is found by
     the analysis (diagnose) against the job store's earlier runs; the healthy third run is clean."""
     root = tmp_path / "jobs"
-    runs = {name: run_reference(root, spec, workers=3, shards=8) for name, spec in
-            (("h1", ()), ("h2", ()), ("h3", ()), ("drop", ("drop-records:0:0.05",)), ("slow", ("slow-stage:1:x10",)))}
+    runs = {
+        name: run_reference(root, spec, workers=3, shards=8)
+        for name, spec in (
+            ("h1", ()),
+            ("h2", ()),
+            ("h3", ()),
+            ("drop", ("drop-records:0:0.05",)),
+            ("slow", ("slow-stage:1:x10",)),
+        )
+    }
+
     def counter_findings(r):
         ev = load(str(r.job_dir))  # the earlier runs come from the job store, as the commands pass them
         return [(f.kind, f.stage) for f in analyze(ev, earlier=earlier.runs(ev)).findings if f.kind in counters.KINDS]
@@ -126,16 +159,33 @@ def test_reference_stage_faults_against_earlier_runs(tmp_path):
     assert kinds["h3"] == []
     assert kinds["drop"] == [("counter-per-item", "stage0-Map")]
     assert kinds["slow"] == [("throughput-drop", "stage1-Map → Write")]
-    out = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "counters", str(runs["drop"].job_dir),
-                          "--compare", str(runs["h1"].job_dir), "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zephyr_debug.cli",
+            "counters",
+            str(runs["drop"].job_dir),
+            "--compare",
+            str(runs["h1"].job_dir),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     data = json.loads(out.stdout)
     assert data["compared_with"] == [runs["h1"].execution_id]
     drops = [c for c in data["comparisons"] if c["counter"] == "dropped_records" and c["stage"] == "stage0-Map"]
     assert drops and drops[0]["ratio"] > 20
     stage0 = data["stages"][0]
     assert {c["name"] for c in stage0["counters"]} >= {"zephyr/item_count", "dropped_records", "records_in"}
-    text = subprocess.run([sys.executable, "-m", "zephyr_debug.cli", "counters", str(runs["slow"].job_dir)],
-                          capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(
+        [sys.executable, "-m", "zephyr_debug.cli", "counters", str(runs["slow"].job_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "throughput-drop" in text
     assert max(len(line) for line in text.splitlines() if "next: " not in line) <= 80  # commands stay whole
     final = (Path(runs["drop"].job_dir) / "coordinator.log").read_text()
