@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,7 +127,9 @@ def requeues(ev: Evidence) -> pd.DataFrame:
     )
 
 
-def findings(ev: Evidence, steps: Steps, found: list[Finding] = (), rules: ChurnRules = ChurnRules()) -> list[Finding]:
+def findings(
+    ev: Evidence, steps: Steps, found: Sequence[Finding] = (), rules: ChurnRules = ChurnRules()
+) -> list[Finding]:
     """Flapping workers and requeue bursts. Losses that another finding already explains (a
     shard in a crash loop that kills its workers, a dead pool) are left out."""
     if any(f.kind == "all-workers-dead" for f in found):

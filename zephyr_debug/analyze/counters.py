@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,7 +311,7 @@ def _last_status_items(ev: Evidence, stage: str) -> float | None:
 def findings(
     ev: Evidence,
     steps: Steps,
-    found: list[Finding] = (),
+    found: Sequence[Finding] = (),
     earlier: list[Run] | None = None,
     rules: Rules = Rules(),
     run: Run | None = None,

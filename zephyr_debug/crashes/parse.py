@@ -95,8 +95,10 @@ class _Context:
     only when a crash needs its time)."""
 
     def __init__(self) -> None:
-        self.worker = self.stage = None
-        self.shard = self.attempt = None
+        self.worker: str | None = None
+        self.stage: str | None = None
+        self.shard: int | None = None
+        self.attempt: int | None = None
         self.record: str | None = None
         self._parsed: tuple[str | None, float | None] = (None, None)
 

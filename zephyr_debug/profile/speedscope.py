@@ -10,7 +10,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -148,10 +150,10 @@ def frames(doc: dict) -> pd.DataFrame:
 
 def samples(doc: dict) -> pd.DataFrame:
     """Every sample of every profile: thread (= profile name), weight and stack (root first)."""
-    rows = []
+    rows: list[dict] = []
     for profile in doc["profiles"]:
         if profile.get("type") == "sampled":
-            pairs = zip(profile["samples"], profile["weights"], strict=True)
+            pairs: Iterable[tuple[Any, Any]] = zip(profile["samples"], profile["weights"], strict=True)
         else:
             pairs = _evented_stacks(profile["events"])
         rows.extend({"thread": profile["name"], "weight": float(w), "stack": tuple(s)} for s, w in pairs if s)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from zephyr_debug.render.output import clean, console
@@ -15,7 +16,8 @@ def _pct(share: float | None) -> str:
 
 def _frames(rows: list[dict]) -> Table:
     table = Table(box=None, pad_edge=False)
-    for col, justify in (("share", "right"), ("frame", "left"), ("in-app", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (("share", "right"), ("frame", "left"), ("in-app", "left"))
+    for col, justify in columns:
         table.add_column(col, justify=justify)
     for row in rows:
         table.add_row(_pct(row["share"]), clean(row["where"]), "yes" if row["in_app"] else "")

@@ -6,6 +6,7 @@ go through `unpickle.plain_data`. Every failure becomes one `ZdebugError` line.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import pickle
 
@@ -81,23 +82,23 @@ class IrisClient:
             return f"{self.url}: not an Iris controller ({what}: {message[:120]})"
         return f"{self.url}: Iris {what} failed: {code.lower()}: {message[:200]}"
 
-    def jobs(self, job: str) -> list[dict]:
+    def jobs(self, job: str) -> list[builtins.dict]:
         query = self.pb.Controller.JobQuery(job_id_prefix=job)
         reply = self.call("list-jobs", self.controller.list_jobs, self.pb.Controller.ListJobsRequest(query=query))
         found = [self.dict(j) for j in reply.jobs]
         return [j for j in found if j["job_id"] == job or j["job_id"].startswith(job + "/")]
 
-    def endpoints(self, job: str) -> list[dict]:
+    def endpoints(self, job: str) -> list[builtins.dict]:
         reply = self.call(
             "list-endpoints", self.controller.list_endpoints, self.pb.Controller.ListEndpointsRequest(prefix=job)
         )
         return self.dict(reply).get("endpoints", [])
 
-    def tasks(self, job: str) -> list[dict]:
+    def tasks(self, job: str) -> list[builtins.dict]:
         reply = self.call("list-tasks", self.controller.list_tasks, self.pb.Controller.ListTasksRequest(job_id=job))
         return self.dict(reply).get("tasks", [])
 
-    def worker_usage(self, address: str) -> dict[str, dict]:
+    def worker_usage(self, address: str) -> builtins.dict[str, builtins.dict]:
         """task id -> resource_usage, from the worker's own list-tasks (`iris rpc worker list-tasks`)."""
         client = self.worker_connect.WorkerServiceClientSync(
             "http://" + address, timeout_ms=int(WORKER_TIMEOUT_S * 1000), interceptors=self.interceptors
