@@ -92,7 +92,7 @@ def load(url: str) -> Evidence:
     ev.fatal_error = ev.live.fatal_error
     ev.progress_time = info.get("progress_time", ev.progress_time)
     ev.state = ("failed" if ev.live.fatal_error else "succeeded") if ev.live.done else "running"
-    alive = sum(w["state"] == "active" for w in workers.values())
+    alive = sum(w.get("state") == "active" for w in workers.values())
     row = {
         "ts": now,
         "stage": ev.live.stage,
