@@ -119,9 +119,15 @@ def findings(
         if abort is not None and keys[0][1] == abort:
             lines.append("aborted the pipeline: " + (ev.fatal_error or "").strip().splitlines()[0])
         held = float(rows["held_s"].max())
+        window = (float(rows["expected_end"].min()), float(rows["end"].max()))
+        alone = solo.get(first["stage"])
+        if alone is not None and len(keys) == 1 and alone.seconds > held:  # no finished peer, but the status
+            held, window = alone.seconds, (alone.start, alone.end)  # lines show it alone in flight that long
         burned = float(rows["burned_s"].sum()) / 3600
-        idle = idle_hours(first["stage"], float(rows["expected_end"].min()), float(rows["end"].max())) if held else 0.0
+        idle = idle_hours(first["stage"], *window) if held else 0.0
         stage, shard = keys[0]
+        what = (f"lost its worker {int(first['infra_failures'])} times (a native crash or OOM in its code, "
+                "or preemptions)") if bug.kind == INFRA else bug.title
         out.append(
             Finding(
                 kind="crash-loop",
@@ -132,9 +138,9 @@ def findings(
                 shards=tuple(k[1] for k in keys),
                 worker=_worker(first),
                 fingerprint=bug.fingerprint,
-                title=f"{len(keys)} shard(s) of {stage} in a crash loop: {bug.title}"
+                title=f"{len(keys)} shard(s) of {stage} in a crash loop: {what}"
                 if len(keys) > 1
-                else f"shard {shard} of {stage} in a crash loop: {bug.title}",
+                else f"shard {shard} of {stage} in a crash loop: {what}",
                 evidence=tuple(lines),
                 next=tuple(steps.for_failure("oom" if "oom" in causes else "crash-loop", shard)),
                 cost=Cost(held_s=held, idle_worker_hours=idle, burned_worker_hours=burned),
