@@ -53,6 +53,14 @@ RUN_DEFAULTS = {
 }
 
 
+def pytest_configure(config) -> None:
+    """Tests never write to the user's job store: a fresh one per run unless a test names its own."""
+    if "ZDEBUG_HOME" not in os.environ:
+        import tempfile
+
+        os.environ["ZDEBUG_HOME"] = tempfile.mkdtemp(prefix="zdebug-test-home-")
+
+
 @pytest.fixture(scope="session")
 def jobs_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("zdebug-home") / "jobs"
