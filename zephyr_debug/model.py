@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Zephyr's worker states, new and old spellings. "alive" = can still run shards.
 ALIVE_STATES = frozenset({"active", "ready", "busy", "init"})
@@ -97,11 +98,15 @@ WORKER_COLUMNS = [
 
 
 def empty_frame(columns: list[str]) -> pd.DataFrame:
+    import pandas as pd  # here, not at import: `zdebug crashes` needs no pandas
+
     return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
 
 
 def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
     """DataFrame with exactly `columns` (extra keys dropped, missing ones NaN)."""
+    import pandas as pd
+
     if not rows:
         return empty_frame(columns)
     return pd.DataFrame.from_records(rows).reindex(columns=columns)

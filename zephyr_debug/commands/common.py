@@ -43,6 +43,8 @@ RUN = typer.Option(None, "--run", metavar="EXEC_ID", help="With --prometheus: th
 
 # Commands that read a network source: the total deadline of each request (sources/http.py).
 def _set_timeout(seconds: float | None) -> float | None:
+    if seconds is None:  # the default: no need to import the network code (and pandas) at all
+        return None
     from zephyr_debug.sources import http
 
     return http.set_timeout(seconds)
