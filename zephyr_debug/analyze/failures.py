@@ -126,8 +126,14 @@ def findings(
         burned = float(rows["burned_s"].sum()) / 3600
         idle = idle_hours(first["stage"], *window) if held else 0.0
         stage, shard = keys[0]
-        what = (f"lost its worker {int(first['infra_failures'])} times (a native crash or OOM in its code, "
-                "or preemptions)") if bug.kind == INFRA else bug.title
+        what = (
+            (
+                f"lost its worker {int(first['infra_failures'])} times (a native crash or OOM in its code, "
+                "or preemptions)"
+            )
+            if bug.kind == INFRA
+            else bug.title
+        )
         out.append(
             Finding(
                 kind="crash-loop",
