@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -279,4 +280,39 @@ def test_report_of_a_zephyr_log_lands_next_to_where_it_is_run(tmp_path):
     assert len(written) == 1 and str(written[0]) in proc.stdout.replace("\n", "")
     text = written[0].read_text()
     assert_offline(text)
-    assert text.count('<div class="plot"') == 2  # the stage's timeline and the status series; no samples
+    # The stage's timeline, the status series and its items/s; no samples.
+    assert text.count('<div class="plot"') == 3
+
+
+def plotly_array(value) -> np.ndarray:
+    """A trace's x/y as plotly's JSON holds it: a list, or a typed array ({"dtype", "bdata"})."""
+    if isinstance(value, dict):
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).astype(float)
+    return np.asarray(value, float)
+
+
+def test_throughput_chart_is_each_stage_items_per_second_binned_with_earlier_runs_dashed():
+    from zephyr_debug.analyze.counters import ITEMS, Counter, Run, Stage
+
+    ev = big_evidence(shards=40, workers=4, straggler=39)
+    t = ev.status["ts"] - ev.status["ts"].min()
+    half = float(t.max()) / 2
+    ev.status["items"] = np.where(t < half, 10 * t, 10 * half + 2 * (t - half))  # 10/s, then 2/s
+    before = Run("last-night", (Stage("Map", 100.0, 40, None, None, (Counter(ITEMS, 4000.0, 40.0, None),)),))
+    text = render(ev, analyze(ev), Limits(series_points=50), earlier=[before])
+    fig = re.search(r'<h2>Throughput per stage</h2><div class="plot" id="(fig-\d+)"', text).group(1)
+    traces = json.loads(re.search(rf'id="{fig}-spec">(.*?)</script>', text).group(1))["data"]
+    now, dashed = traces
+    x, y = plotly_array(now["x"]), plotly_array(now["y"])
+    assert now["name"] == "Map" and 40 <= len(y) <= 50 and (np.diff(x) > 0).all()
+    assert np.median(y[: len(y) // 3]) == pytest.approx(10, rel=0.1)
+    assert np.median(y[-len(y) // 3 :]) == pytest.approx(2, rel=0.1)
+    assert (
+        list(plotly_array(dashed["y"])) == [40.0, 40.0]
+        and dashed["line"]["dash"] == "dash"
+        and "last-night" in dashed["name"]
+    )
+    alone = render(ev, analyze(ev))
+    assert "no earlier runs of this pipeline" in alone
+    ev.status = ev.status.drop(columns="items")
+    assert "<h2>Throughput per stage</h2>" + '<p class="muted">no data</p>' in render(ev, analyze(ev))

@@ -56,10 +56,11 @@ def register(app: typer.Typer) -> None:
         tail episodes, worker memory/disk, crash groups and the findings with their next commands."""
         from zephyr_debug.render.output import console, print_json
         from zephyr_debug.render.report import Limits, render
+        from zephyr_debug.sources import earlier
 
         ev = load_evidence(job, as_json, finelog)
         result = analyze_evidence(ev, job)
-        text = render(ev, result, limits=Limits(top_workers=top))
+        text = render(ev, result, limits=Limits(top_workers=top), earlier=earlier.runs(ev))  # cached
         path = (output or default_path(ev)).absolute()
         try:
             path.write_text(text, encoding="utf-8")

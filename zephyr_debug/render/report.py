@@ -13,6 +13,7 @@ per bin); top-k workers only.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -24,6 +25,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from zephyr_debug.analyze.analysis import Analysis
+from zephyr_debug.analyze.counters import ITEMS, Run
 from zephyr_debug.findings import Finding
 from zephyr_debug.model import Evidence
 from zephyr_debug.render.output import duration
@@ -71,8 +73,9 @@ class Bar:
     y: int
 
 
-def render(ev: Evidence, analysis: Analysis, limits: Limits = Limits()) -> str:
-    """The HTML page of a job's evidence and its one analysis (findings, tail episodes, crash groups)."""
+def render(ev: Evidence, analysis: Analysis, limits: Limits = Limits(), earlier: Sequence[Run] = ()) -> str:
+    """The HTML page of a job's evidence and its one analysis (findings, tail episodes, crash groups);
+    `earlier`: counter summaries of earlier runs (`sources.earlier.runs`), overlaid on throughput."""
     t0 = _origin(ev)
     notes: list[str] = []
     attempts = attempt_frame(ev, t0)
@@ -92,6 +95,7 @@ def render(ev: Evidence, analysis: Analysis, limits: Limits = Limits()) -> str:
     n = len(timelines)
     progress = _progress(ev, t0, analysis.tail, limits, notes)
     resources = _resources(ev, t0, limits, notes)
+    throughput = _throughput(ev, t0, limits, notes, earlier)
     body = [
         _header(ev, analysis, t0),
         _findings(analysis.findings, bars),
@@ -100,6 +104,7 @@ def render(ev: Evidence, analysis: Analysis, limits: Limits = Limits()) -> str:
         "<h2>Progress over time</h2>"
         + (_plot(f"fig-{n}", progress) if progress else _no_data())
         + _episodes(analysis.tail, t0),
+        "<h2>Throughput per stage</h2>" + (_plot(f"fig-{n + 2}", throughput) if throughput else _no_data()),
         "<h2>Worker memory and disk</h2>" + (_plot(f"fig-{n + 1}", resources) if resources else _no_data()),
         "<h2>Workers</h2>" + worker_totals(ev, attempts),
         "<h2>Attempts</h2>" + attempt_table(attempts, set(marks)),
@@ -343,6 +348,67 @@ def _progress(ev: Evidence, t0: float, episodes, limits: Limits, notes: list[str
         yaxis={"title": "shards"},
         hovermode="x unified",
         title={"text": "shaded: tail episodes (in flight > 0, queue empty)", "font": {"size": 12}},
+    )
+    return fig
+
+
+def _throughput(ev: Evidence, t0: float, limits: Limits, notes: list[str], earlier: Sequence[Run]):
+    """Items/s per stage over time: the status series' cumulative `items` (binned, max per bin)
+    differenced over the time gaps, so a point is the mean rate of its bin; each earlier run's
+    mean rate of the same stage (items over its wall time) as a dashed line."""
+    st = ev.status
+    if not len(st) or "items" not in st:
+        return None
+    frame = pd.DataFrame({"ts": num(st, "ts"), "items": num(st, "items"), "stage": st["stage"]})
+    frame = frame.dropna().sort_values("ts", kind="stable")
+    palette = pio.templates[TEMPLATE].layout.colorway
+    fig = go.Figure()
+    for i, (stage, rows) in enumerate(frame.groupby("stage", sort=False)):
+        binned = _binned(rows, ["items"], limits.series_points)
+        gap = binned["ts"].diff().to_numpy()
+        rate = binned["items"].diff().to_numpy() / np.where(gap > 0, gap, np.nan)
+        keep = np.isfinite(rate)
+        if not keep.any():
+            continue
+        x = binned["ts"].to_numpy()
+        color = palette[i % len(palette)]
+        fig.add_trace(
+            go.Scatter(
+                x=(x[:-1][keep[1:]] - t0).round(3),  # a rate holds from the row before
+                y=np.clip(rate[keep], 0, None).round(3),
+                name=e(str(stage)),
+                mode="lines",
+                line={"color": color, "shape": "hv"},
+            )
+        )
+        span = [x[0] - t0, x[-1] - t0]
+        for run in earlier:
+            before = run.stage(str(stage))
+            items = before.counter(ITEMS) if before else None
+            if items and items.rate:
+                fig.add_trace(
+                    go.Scatter(
+                        x=span,
+                        y=[round(items.rate, 3)] * 2,
+                        name=e(f"{stage} · {run.job} (mean)"),
+                        mode="lines",
+                        line={"color": color, "dash": "dash", "width": 1},
+                    )
+                )
+    if not fig.data:
+        return None
+    if len(frame) > limits.series_points:
+        notes.append(f"throughput: each stage's status items binned to at most {limits.series_points:,} points")
+    if not earlier:
+        notes.append("throughput: no earlier runs of this pipeline in the job store to overlay")
+    fig.update_layout(
+        template=TEMPLATE,
+        height=320,
+        margin={"l": 10, "r": 10, "t": 30, "b": 40},
+        xaxis={"title": _x_title(t0)},
+        yaxis={"title": "items/s", "rangemode": "tozero"},
+        hovermode="x unified",
+        title={"text": "status lines' items per second; dashed: earlier runs' mean", "font": {"size": 12}},
     )
     return fig
 
