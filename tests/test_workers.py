@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from zephyr_debug.analyze.workers import rank, robust_z
 from zephyr_debug.cli import app
+from zephyr_debug.errors import UsageError
 from zephyr_debug.model import Evidence
 
 
@@ -37,11 +38,11 @@ def test_sorted_as_asked_with_the_outlier_marked():
     rows[3].update(memory_mb=900, memory_peak_mb=950)
     rows[7].update(disk_mb=5000)
     report = rank(evidence(rows), "memory")
-    assert [w["worker"] for w in report["workers"]][:2] == ["w3", "w9"]
-    marks = {w["worker"]: w["outliers"] for w in report["workers"] if w["outliers"]}
+    assert [w["worker"] for w in report.workers][:2] == ["w3", "w9"]
+    marks = {w["worker"]: w["outliers"] for w in report.workers if w["outliers"]}
     assert marks == {"w3": ["memory_mb", "memory_peak_mb"], "w7": ["disk_mb"]}
-    assert rank(evidence(rows), "disk")["workers"][0]["worker"] == "w7"
-    assert [w["cpu"] for w in rank(evidence(rows), "cpu")["workers"]] == sorted((r["cpu"] for r in rows), reverse=True)
+    assert rank(evidence(rows), "disk").workers[0]["worker"] == "w7"
+    assert [w["cpu"] for w in rank(evidence(rows), "cpu").workers] == sorted((r["cpu"] for r in rows), reverse=True)
 
 
 def test_older_and_iris_field_spellings_and_string_numbers():
@@ -57,22 +58,22 @@ def test_older_and_iris_field_spellings_and_string_numbers():
         },
         {"worker": "blank", "state": "failed"},
     ]
-    by = {w["worker"]: w for w in rank(evidence(rows), "memory")["workers"]}
+    by = {w["worker"]: w for w in rank(evidence(rows), "memory").workers}
     assert (by["old"]["memory_mb"], by["old"]["disk_mb"], by["old"]["cpu"]) == (300, 10, 90)
     assert (by["iris"]["memory_mb"], by["iris"]["disk_mb"], by["iris"]["cpu"]) == (168, 23597, 60)
-    assert [w["worker"] for w in rank(evidence(rows), "memory")["workers"]] == ["old", "iris", "blank"]
+    assert [w["worker"] for w in rank(evidence(rows), "memory").workers] == ["old", "iris", "blank"]
     assert by["blank"]["memory_mb"] != by["blank"]["memory_mb"] and not by["blank"]["alive"]  # NaN, sorted last
 
 
 def test_uniform_fleet_has_no_outliers_and_mad_zero_falls_back():
-    assert rank(evidence(fleet()), "memory")["outliers"] == 0
+    assert rank(evidence(fleet()), "memory").outliers == 0
     same = pd.Series([100.0] * 9 + [400.0])  # MAD = 0: mean absolute deviation takes over
     assert robust_z(same).iloc[-1] > 3.5 and robust_z(same).iloc[0] == 0
     assert (robust_z(pd.Series([5.0] * 4)) == 0).all()
 
 
 def test_unknown_sort_key_is_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError):
         rank(evidence(fleet()), "gpu")
     result = CliRunner().invoke(app, ["workers", "whatever", "--sort", "gpu"])
     assert result.exit_code != 0 and "gpu" in result.output

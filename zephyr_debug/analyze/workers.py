@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
+from zephyr_debug.errors import UsageError
+from zephyr_debug.findings import SCHEMA_VERSION
 from zephyr_debug.model import ALIVE_STATES, Evidence
 
 # Our column <- the spellings seen in the wild, first present wins (value x scale).
@@ -14,7 +19,7 @@ SPELLINGS: dict[str, list[tuple[str, float]]] = {
     "disk_mb": [("disk_mb", 1.0), ("diskMb", 1.0)],
     "cpu": [("cpu", 1.0), ("cpuPercent", 1.0), ("cpu_millicores", 0.1), ("cpuMillicores", 0.1)],  # % of a core
 }
-SORT_KEYS = {"memory": ["memory_mb", "memory_peak_mb"], "disk": ["disk_mb"], "cpu": ["cpu"]}
+SORT_KEYS = {"memory": ["memory_peak_mb", "memory_mb"], "disk": ["disk_mb"], "cpu": ["cpu"]}
 OUTLIER_Z = 3.5  # modified z-score (Iglewicz & Hoaglin)
 
 
@@ -44,13 +49,38 @@ def robust_z(values: pd.Series) -> pd.Series:
     return (values - med) / (1.253314 * mean_ad) if mean_ad > 0 else values * 0.0
 
 
-def rank(ev: Evidence, sort: str = "memory", limit: int | None = None) -> dict:
-    """`{"job", "sort", "workers": [...]}` in the asked order (largest first, unknown values last)."""
+@dataclass(frozen=True)
+class WorkerRanking:
+    """Workers in the asked order (largest first, unknown values last), one dict of numbers each."""
+
+    job: str
+    sort: str
+    workers: tuple[dict[str, Any], ...]
+    memory_limit_mb: float | None = None
+
+    @property
+    def outliers(self) -> int:
+        return sum(bool(w["outliers"]) for w in self.workers)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "job": self.job,
+            "sort": self.sort,
+            "memory_limit_mb": self.memory_limit_mb,
+            "workers": list(self.workers),
+            "outliers": self.outliers,
+        }
+
+
+def rank(ev: Evidence, sort: str = "memory", limit: int | None = None) -> WorkerRanking:
+    """The workers of `ev` by `sort` (memory: peak first, so the OOM-killed worker leads)."""
     if sort not in SORT_KEYS:
-        raise ValueError(sort)
+        raise UsageError(f"--sort {sort}: choose one of {', '.join(SORT_KEYS)}")
     w = normalize(ev.workers)
+    limit_mb = ev.config.get("memory_limit_mb")
     if not len(w):
-        return {"job": ev.job, "sort": sort, "workers": [], "outliers": 0}
+        return WorkerRanking(ev.job, sort, (), limit_mb)
     w["alive"] = w["state"].isin(ALIVE_STATES)
     held, done = _shards(ev)
     now_held = pd.to_numeric(w["shard"], errors="coerce") if "shard" in w else pd.Series(np.nan, index=w.index)
@@ -59,13 +89,15 @@ def rank(ev: Evidence, sort: str = "memory", limit: int | None = None) -> dict:
         for h, s in zip(w["worker"].map(held), now_held, strict=True)
     ]
     w["shards_done"] = w["worker"].map(done).fillna(0).astype(int)
-    metrics = [*SORT_KEYS["memory"], "disk_mb", "cpu"]
+    metrics = ["memory_mb", "memory_peak_mb", "disk_mb", "cpu"]
     z = pd.DataFrame({m: robust_z(w[m]) for m in metrics})
     w["outliers"] = [[m for m, high in zip(metrics, row, strict=True) if high] for row in (z > OUTLIER_Z).to_numpy()]
     for m in metrics:
         w[f"z_{m}"] = z[m].round(2)
+    w["_peak"] = w["memory_peak_mb"].fillna(w["memory_mb"])  # a peak is at least the current value
+    keys = ["_peak" if k == "memory_peak_mb" else k for k in SORT_KEYS[sort]]
     w = w.sort_values(
-        SORT_KEYS[sort] + ["worker"],
+        keys + ["worker"],
         ascending=[False] * len(SORT_KEYS[sort]) + [True],
         na_position="last",
         kind="stable",
@@ -86,8 +118,7 @@ def rank(ev: Evidence, sort: str = "memory", limit: int | None = None) -> dict:
         "outliers",
         *[f"z_{m}" for m in metrics],
     ]
-    rows = w[cols].to_dict("records")
-    return {"job": ev.job, "sort": sort, "workers": rows, "outliers": int(sum(bool(r["outliers"]) for r in rows))}
+    return WorkerRanking(ev.job, sort, tuple(w[cols].to_dict("records")), limit_mb)
 
 
 def _shards(ev: Evidence) -> tuple[pd.Series, pd.Series]:

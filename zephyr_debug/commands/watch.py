@@ -14,6 +14,7 @@ from zephyr_debug.findings import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from zephyr_debug.analyze.analysis import Analysis
+    from zephyr_debug.analyze.workers import WorkerRanking
     from zephyr_debug.model import Evidence
 
 TOP_WORKERS = 5
@@ -25,7 +26,7 @@ class Snapshot:
     """One frame of `watch`: the job's one analysis, its top workers and newest failures."""
 
     analysis: Analysis
-    workers: dict
+    workers: WorkerRanking
     failures: list[dict]
     worker_list: list[dict]
     now: float
@@ -41,7 +42,7 @@ class Snapshot:
             "interval_s": self.interval_s,
             "status": a.status_json(self.worker_list),
             "stragglers": a.stragglers_json(),
-            "workers": self.workers,
+            "workers": self.workers.to_json(),
             "failures": self.failures,
         }
 

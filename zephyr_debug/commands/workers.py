@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
     def workers(
         job: str = JOB,
         sort: Sort = typer.Option(
-            Sort.memory, "--sort", metavar="memory|disk|cpu", help="Rank by current/peak memory, disk or CPU."
+            Sort.memory, "--sort", metavar="memory|disk|cpu", help="Rank by peak then current memory, disk or CPU."
         ),
         top: int = typer.Option(0, min=0, metavar="N", help="Show only the first N (0 = all)."),
         timeout: float = TIMEOUT,
@@ -39,4 +39,4 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render.output import print_json
 
         report = rank(load_evidence(job, as_json, finelog), sort.value, top or None)
-        print_json(report) if as_json else view.render(report)
+        print_json(report.to_json()) if as_json else view.render(report)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -70,6 +71,17 @@ def to_json(data) -> str:
 
 def print_json(data) -> None:
     sys.stdout.write(to_json(data) + "\n")
+
+
+def short_names(workers) -> tuple[dict[str, str], str]:
+    """Worker id -> label without the prefix all workers share (cut at a separator), and that
+    prefix, so a narrow screen shows what differs."""
+    workers = [str(w) for w in workers]
+    if len(set(workers)) < 2:
+        return {w: w for w in workers}, ""
+    prefix = os.path.commonprefix(workers)  # noqa: RUF071 (ids, not paths: cut at a separator below)
+    cut = max(prefix.rfind(c) for c in "-_:/.") + 1
+    return {w: w[cut:] for w in workers}, prefix[:cut]
 
 
 def when(ts: float | None) -> str:

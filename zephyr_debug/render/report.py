@@ -12,7 +12,6 @@ per bin); top-k workers only.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,7 +27,7 @@ from zephyr_debug.analyze.analysis import Analysis
 from zephyr_debug.analyze.counters import ITEMS, Run
 from zephyr_debug.findings import Finding
 from zephyr_debug.model import Evidence
-from zephyr_debug.render.output import duration
+from zephyr_debug.render.output import duration, short_names
 from zephyr_debug.render.report_script import CSS, SCRIPT
 from zephyr_debug.render.report_tables import (
     OUTCOMES,
@@ -154,16 +153,6 @@ def _x_title(t0: float) -> str:
     return f"seconds since {datetime.fromtimestamp(t0, UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
-def _short_names(workers) -> tuple[dict[str, str], str]:
-    """Worker id -> label without the prefix all workers share (cut at a separator)."""
-    workers = [str(w) for w in workers]
-    if len(set(workers)) < 2:
-        return {w: w for w in workers}, ""
-    prefix = os.path.commonprefix(workers)  # noqa: RUF071 (ids, not paths: cut at a separator below)
-    cut = max(prefix.rfind(c) for c in "-_:/.") + 1
-    return {w: w[cut:] for w in workers}, prefix[:cut]
-
-
 def _gantt(
     attempts: pd.DataFrame,
     stage: str,
@@ -191,7 +180,7 @@ def _gantt(
         )
         a = a[~done | a.index.isin(keep)]
         is_hot = is_hot[a.index]
-    labels, prefix = _short_names(a["worker"].unique())
+    labels, prefix = short_names(a["worker"].unique())
     order = sorted(labels.values(), key=lambda s: (len(s), s))
     a = a.assign(y=a["worker"].map(labels))
     fig = go.Figure()

@@ -39,8 +39,8 @@ def screen(snap: Snapshot, live: bool = True) -> Panel:
     for f in a.problems[:SHOWN]:
         parts.append(headline(f))
         parts += [Text("     next: ") + Text(safe(step), style="bold cyan") for step in f.next[:1]]
-    if snap.workers["workers"]:
-        parts.append(workers_view.table(snap.workers, f"top workers by {snap.workers['sort']}"))
+    if snap.workers.workers:
+        parts.append(workers_view.table(snap.workers, f"top workers by {snap.workers.sort}"))
     if snap.failures:
         parts.append(_failures(snap.failures))
     return Panel(
