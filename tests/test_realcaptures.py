@@ -102,3 +102,21 @@ def test_a_fresh_capture_has_the_committed_shape(tmp_path):
     committed = truth(LIVE)
     assert json.loads((tmp_path / "truth.json").read_text()) == committed
     assert shape(load(str(tmp_path)), committed) == shape(load(str(CAPTURES / LIVE)), committed)
+
+
+def test_user_counters_of_the_real_capture_are_job_wide_totals():
+    """The real log carries user counters only job-wide (`Final counters`; get_counters in
+    counters.json): no stage scope, no shard, so they land in the `(job)` row at the totals the
+    plan implies, and no per-shard counter finding can be drawn (shard 22's x10 drop rate is
+    not in the evidence)."""
+    from zephyr_debug.analyze import counters
+
+    want = truth("counters")["counters"]
+    run = counters.summarize(load(str(CAPTURES / "counters")))
+    job = run.stage(counters.JOB_SCOPE)
+    assert job is not None and {n: job.counter(n).total for n in want} == want
+    assert job.counter("dropped_records").per_item == pytest.approx(want["dropped_records"] / want["records_in"])
+    (stage,) = [s for s in run.stages if s.stage != counters.JOB_SCOPE]
+    assert stage.stage == "stage0-Map" and stage.done == 30 and all(stage.counter(n) is None for n in want)
+    assert all(c.shards == 0 for s in run.stages for c in s.counters)  # no per-shard data anywhere
+    assert not [f for f in findings("counters") if f.kind in counters.KINDS]

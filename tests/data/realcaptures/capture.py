@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # tests/: realzephyr's StatusPoller
 
 STUCK_S = 40.0  # the stuck shard blocks this long on its first record
+DROP_EVERY, DROP_EVERY_FAULTY = 20, 2  # a shard drops every N-th record; the faulty shard x10 as many
 SKEW = 12  # the skewed shard holds SKEW x the median item count
 ITEMS_SIGMA, COST_SIGMA, JITTER_SIGMA = 0.35, 0.2, 0.3  # lognormal: records per shard, cost per shard, per record
 
@@ -43,7 +44,7 @@ class Scenario:
     items: int = 20  # median records per shard
     items_sigma: float = ITEMS_SIGMA
     reduce_s: float = 0.0  # > 0: a group_by stage follows, its reducer takes this per record
-    fault: str = ""  # skew | stuck | raise | flaky | sigkill | hotkey (in the reduce stage)
+    fault: str = ""  # skew | stuck | raise | flaky | sigkill | hotkey (in the reduce stage) | drop
     shard: int | None = None  # the faulty shard
     context: dict = field(default_factory=dict)  # extra ZephyrContext arguments
     expect: tuple = ()  # (shard, cause) pairs the evidence supports
@@ -51,10 +52,15 @@ class Scenario:
     info: tuple = ()  # (shard, kind) information, not faults
 
     def truth(self, stage: str) -> dict:
-        return {"scenario": self.name, "healthy": not (self.expect or self.job),
-                "expect": [{"stage": stage, "shard": s, "cause": c} for s, c in self.expect],
-                "job": list(self.job),
-                "info": [{"stage": stage, "shard": s, "kind": k} for s, k in self.info]}
+        out = {"scenario": self.name, "healthy": not (self.expect or self.job),
+               "expect": [{"stage": stage, "shard": s, "cause": c} for s, c in self.expect],
+               "job": list(self.job),
+               "info": [{"stage": stage, "shard": s, "kind": k} for s, k in self.info]}
+        if self.fault == "drop":  # the user counters' totals, from the plan (not from the log)
+            recs = [r for spec in plan(self) for r in records(spec)]
+            out["counters"] = {"records_in": len(recs),
+                               "dropped_records": sum(dropped(r, self.shard) for r in recs)}
+        return out
 
 
 SCENARIOS = {s.name: s for s in [
@@ -83,6 +89,10 @@ SCENARIOS = {s.name: s for s in [
     Scenario("alldead", shards=30, workers=3, seed=71, item_s=0.6, fault="", context={
         "heartbeat_timeout": 1.0, "no_workers_timeout": 8.0, "max_execution_retries": 0},
         job=("all-workers-dead",)),
+    # User counters: every record counts records_in; shards drop every 20th record (dropped_records),
+    # shard 22 every 2nd (x10 per item). The log's `Final counters` and get_counters are job-wide
+    # sums with no stage or shard: no per-shard evidence, so no finding (healthy).
+    Scenario("counters", shards=30, workers=4, seed=97, item_s=0.05, fault="drop", shard=22),
     # Map, then group_by: one hot key routes SKEW x a reduce shard's records to reduce shard 27. In the
     # reduce stage items= counts reducer outputs (flat while the hot key is reduced); the size evidence
     # is that shard's `ScatterReader for shard 27: … max_chunk_rows=…` line.
@@ -130,8 +140,20 @@ def reduce_group(key: str, records, seconds: float) -> tuple[str, int]:
 _failed_once: set[int] = set()  # the flaky shard's first attempt (workers are threads of this process)
 
 
+def dropped(item: tuple[int, int, float], faulty: int | None) -> bool:
+    """Whether the `drop` scenario drops this record."""
+    shard, i, _ = item
+    return i % (DROP_EVERY_FAULTY if shard == faulty else DROP_EVERY) == 0
+
+
 def record(item: tuple[int, int, float], fault: str, faulty: int | None) -> int:
     shard, i, seconds = item
+    if fault == "drop":
+        from zephyr import counters
+
+        counters.increment("records_in", 1)
+        if dropped(item, faulty):
+            counters.increment("dropped_records", 1)
     if shard == faulty and i == 3:
         if fault == "raise":
             raise ValueError(f"bad record {shard}:{i}: schema mismatch (field 'ts' is a string)")
