@@ -383,8 +383,11 @@ def _comparable(now: Stage, before: Stage, rules: Rules) -> bool:
 def _per_item_changed(c: Comparison, run: Run, earlier: list[Run], rules: Rules) -> bool:
     if not (c.ratio >= rules.per_item_factor or c.ratio <= 1 / rules.per_item_factor):
         return False
-    now = run.stage(c.stage).counter(c.counter).total  # type: ignore[union-attr]
-    before = [p.total for r in earlier if (s := r.stage(c.stage)) and (p := s.counter(c.counter))]
+    stage, name = run.stage(c.stage), c.counter
+    if stage is None or name is None or (mine := stage.counter(name)) is None:
+        return False
+    now = mine.total
+    before = [p.total for r in earlier if (s := r.stage(c.stage)) and (p := s.counter(name))]
     return max(now, float(np.median(before)) if before else 0.0) >= rules.per_item_min_count
 
 

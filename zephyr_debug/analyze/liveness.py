@@ -48,9 +48,9 @@ def pool(ev: Evidence) -> Pool:
         states = [str(v.get("state")) for v in ev.live.workers.values()]
         alive = sum(s in ALIVE_STATES for s in states)
         counts = (alive, len(states) - alive, len(states), "get_status")
-    elif len(ev.status) and not math.isnan(_num(ev.status["alive"].iloc[-1])):
+    elif len(ev.status) and (alive_now := _num(ev.status["alive"].iloc[-1])) is not None and not math.isnan(alive_now):
         last = ev.status.iloc[-1]
-        counts = (int(_num(last["alive"])), int(_num(last["dead"], 0)), int(_num(last["registered"], 0)), "status line")
+        counts = (int(alive_now), int(_num(last["dead"], 0) or 0), int(_num(last["registered"], 0) or 0), "status line")
     else:
         mask = _alive_mask(ev) if len(ev.workers) else pd.Series(dtype=bool)
         counts = (int(mask.sum()), int((~mask).sum()), len(mask), "worker list")

@@ -140,7 +140,7 @@ def dashboard() -> dict:
             .mode(dm.ThresholdsMode.ABSOLUTE)
             .steps([dm.Threshold(value=v, color=c) for v, c in spec.steps])
         )
-        if spec.stacked:
+        if spec.stacked and isinstance(panel, timeseries.Panel):  # only time series stack
             panel = panel.stacking(cb.StackingConfig().mode(cm.StackingMode.NORMAL)).fill_opacity(30)
         for ref, (expr, legend) in zip("ABCDEFGH", spec.queries, strict=False):
             panel = panel.with_target(prometheus.Dataquery().expr(expr).legend_format(legend).ref_id(ref))

@@ -111,7 +111,7 @@ def fix(doc: dict) -> dict:
     """The document made valid for speedscope's schema (nulls dropped, required keys filled)."""
     doc = _drop_nulls(doc)
     doc["$schema"] = SCHEMA_URL
-    shared = doc.get("shared") if isinstance(doc.get("shared"), dict) else {}
+    shared: dict = doc["shared"] if isinstance(doc.get("shared"), dict) else {}
     frames = [_drop_nulls(f) if isinstance(f, dict) else {"name": "?"} for f in shared.get("frames") or []]
     for frame in frames:
         frame["name"] = str(frame.get("name", "?"))

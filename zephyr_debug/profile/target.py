@@ -83,7 +83,11 @@ def _straggler(job: str) -> Target:
     if running.empty:
         raise ZdebugError(f"{job}: no live worker holds an in-flight shard; see `zdebug stragglers {job}`")
     held = {(r.stage, int(r.shard)): r for r in running.itertuples()}
-    flagged = [(f, held[(f.stage, f.shard)]) for f in analyze(ev, target=job).problems if (f.stage, f.shard) in held]
+    flagged = [
+        (f, held[(f.stage, f.shard)])
+        for f in analyze(ev, target=job).problems
+        if f.stage is not None and f.shard is not None and (f.stage, f.shard) in held
+    ]
     finding, row = flagged[0] if flagged else (None, next(running.itertuples()))
     why = f"straggler ({finding.kind})" if finding else "longest-running in-flight shard"
     url, job_dir, runner = _job_info(job)

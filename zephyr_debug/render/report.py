@@ -508,7 +508,7 @@ def _findings(findings: tuple[Finding, ...], bars: dict[tuple[str, int], Bar]) -
 def _finding_row(i: int, f: Finding, bars: dict[tuple[str, int], Bar]) -> list[str]:
     causes = "".join(f"<br>+{e(c)}" for c in f.causes if c != f.kind)
     where = " · ".join(e(x) for x in (f.stage, _shards(f), f.worker) if x)
-    bar = next((bars[(f.stage, s)] for s in f.all_shards if (f.stage, s) in bars), None)
+    bar = next((bars[(f.stage, s)] for s in f.all_shards if f.stage is not None and (f.stage, s) in bars), None)
     if bar:
         where += (
             f'<br><a class="jump" href="#{bar.fig}" data-finding="finding-{i}" data-fig="{bar.fig}" '

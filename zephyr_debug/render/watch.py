@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.progress_bar import ProgressBar
 from rich.table import Table
@@ -33,7 +33,7 @@ def screen(snap: Snapshot, live: bool = True) -> Panel:
         ProgressBar(total=max(p.total, 1), completed=p.completed, width=40),
         f"{p.completed}/{p.total} of {clean(p.stage)}",
     )
-    parts = [head, bar, Text.from_markup(f"[bold]{clean(a.headline)}[/]")]
+    parts: list[RenderableType] = [head, bar, Text.from_markup(f"[bold]{clean(a.headline)}[/]")]
     if a.tail:
         parts.append(tail_table(a.tail[-3:]))
     for f in a.problems[:SHOWN]:

@@ -24,8 +24,15 @@ from zephyr_debug.zephyrlog import FAILURE_KINDS, RETURNCODE_RE, human_number
 STAGE_INDEX_RE = re.compile(r"^stage(\d+)-")
 RETRIED_RE = re.compile(r"(\d+): (\d+)")
 # Status-line columns <- the zephyrlog.STATUS group that fills them.
-STATUS_FIELDS = (("completed", "completed"), ("total", "total"), ("in_flight", "in_flight"),
-                 ("queue_depth", "queued"), ("alive", "alive"), ("registered", "registered"), ("dead", "dead"))
+STATUS_FIELDS = (
+    ("completed", "completed"),
+    ("total", "total"),
+    ("in_flight", "in_flight"),
+    ("queue_depth", "queued"),
+    ("alive", "alive"),
+    ("registered", "registered"),
+    ("dead", "dead"),
+)
 
 
 class Timeline:
@@ -122,14 +129,31 @@ class Timeline:
         text = block or ""
         failure = next((f for rx, f in FAILURE_KINDS if rx.search(text)), None)
         last = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        row.update(end_ts=ts, outcome="failed", kind=TASK, failure=failure or "exception",
-                   error=_error_line(last), returncode=_returncode(text))
+        row.update(
+            end_ts=ts,
+            outcome="failed",
+            kind=TASK,
+            failure=failure or "exception",
+            error=_error_line(last),
+            returncode=_returncode(text),
+        )
         if row.get("start_ts") is not None and ts is not None:
             row["elapsed_s"] = ts - row["start_ts"]
         self.holding.pop(worker, None)
         self._worker(worker, ts, state="ready", shard=None)
-        self.crashes.append(Crash(text=text, source=source, line=line, stage=row["stage"], shard=shard,
-                                  attempt=row.get("attempt"), worker=worker, kind=failure or TASK, ts=ts))
+        self.crashes.append(
+            Crash(
+                text=text,
+                source=source,
+                line=line,
+                stage=row["stage"],
+                shard=shard,
+                attempt=row.get("attempt"),
+                worker=worker,
+                kind=failure or TASK,
+                ts=ts,
+            )
+        )
 
     def on_task_requeue(self, ts, g, *_):
         shard, worker, n = int(g["shard"]), g["worker"], int(g["n"])
@@ -146,8 +170,9 @@ class Timeline:
 
     def on_infra_requeue(self, ts, g, source, line, _block):
         shard, worker, generation = int(g["shard"]), g["worker"], int(g["generation"])
-        row = self._infra_failure(ts, shard, worker, f"requeued from worker {worker}", f"{g['infra']}/{g['infra_max']}",
-                                  source, line)
+        row = self._infra_failure(
+            ts, shard, worker, f"requeued from worker {worker}", f"{g['infra']}/{g['infra_max']}", source, line
+        )
         row["generation"] = generation
 
     def _infra_failure(self, ts, shard: int, worker: str, what: str, count: str, source, line) -> dict:
@@ -161,16 +186,29 @@ class Timeline:
             row["elapsed_s"] = ts - row["start_ts"]
         self.holding.pop(worker, None)
         self._worker(worker, ts, state="failed", shard=None)
-        self.crashes.append(Crash(text=f"Shard {shard} {error}", source=source, line=line, stage=row["stage"],
-                                  shard=shard, attempt=row.get("attempt"), worker=worker, kind=INFRA, ts=ts))
+        self.crashes.append(
+            Crash(
+                text=f"Shard {shard} {error}",
+                source=source,
+                line=line,
+                stage=row["stage"],
+                shard=shard,
+                attempt=row.get("attempt"),
+                worker=worker,
+                kind=INFRA,
+                ts=ts,
+            )
+        )
         return row
 
     def on_infra_abort(self, ts, g, source, line, _block):
         shard, n, worker = int(g["shard"]), int(g["infra"]), g["worker"]
         self._infra_failure(ts, shard, worker, f"crashed worker {worker}", f"{n}/{g['infra_max']}", source, line)
-        self.fatal = self.fatal or (f"Shard {shard} crashed its worker {n} times (max {g['infra_max']} infra failures "
-                                    f"while in flight); treating as a deterministic crasher. "
-                                    f"Last failure on worker {worker}.")
+        self.fatal = self.fatal or (
+            f"Shard {shard} crashed its worker {n} times (max {g['infra_max']} infra failures "
+            f"while in flight); treating as a deterministic crasher. "
+            f"Last failure on worker {worker}."
+        )
 
     def on_scatter_reader(self, ts, g, *_):
         """A reduce shard's input size (its `items` count outputs, one per key)."""
@@ -278,8 +316,9 @@ class Timeline:
             return self.attempts[key]
         stage = self._current_stage()
         rows = self.attempts.keys_of(stage, shard)
-        open_rows = [k for k in rows if self.attempts[k].get("worker") == worker
-                     and self.attempts[k].get("outcome") == "running"]
+        open_rows = [
+            k for k in rows if self.attempts[k].get("worker") == worker and self.attempts[k].get("outcome") == "running"
+        ]
         if open_rows:
             return self.attempts[open_rows[-1]]
         if attempt is None or (stage, shard, attempt) in self.attempts:
@@ -303,8 +342,7 @@ class Timeline:
         keys = self.attempts.keys_of(self._current_stage(), shard)
         for key in sorted(keys, key=lambda k: -k[2]):
             row = self.attempts[key]
-            if row.get("worker") == worker and row.get("outcome") == "failed" \
-                    and not row.get("_reported"):
+            if row.get("worker") == worker and row.get("outcome") == "failed" and not row.get("_reported"):
                 return row
         return None
 
@@ -325,11 +363,19 @@ class Timeline:
         self._stage_ends()
         # Zephyr logs no final `n/n tasks completed`: a shutdown after the last status line is an abort
         # only when no worker was left for the work that line still showed.
-        if self.shutdown and not self.fatal and last is not None and last["completed"] < last["total"] \
-                and self.stages.get(last["stage"], StageInfo("", 0, 0)).end_ts is None and last["alive"] == 0 \
-                and (last["queue_depth"] or 0) + (last["in_flight"] or 0) > 0:
-            self.fatal = (f"the coordinator shut down with {last['total'] - last['completed']} of {last['total']} "
-                          f"shards of {last['stage']} unfinished (the abort reason is not in this log)")
+        if (
+            self.shutdown
+            and not self.fatal
+            and last is not None
+            and last["completed"] < last["total"]
+            and self.stages.get(last["stage"], StageInfo("", 0, 0)).end_ts is None
+            and last["alive"] == 0
+            and (last["queue_depth"] or 0) + (last["in_flight"] or 0) > 0
+        ):
+            self.fatal = (
+                f"the coordinator shut down with {last['total'] - last['completed']} of {last['total']} "
+                f"shards of {last['stage']} unfinished (the abort reason is not in this log)"
+            )
         state = "failed" if self.fatal else ("succeeded" if self.shutdown else "running")
         if state == "succeeded":
             for info in self.stages.values():
@@ -341,15 +387,27 @@ class Timeline:
         ev.status = self.status.frame(STATUS_COLUMNS + ["items"])
         self._open_tail_attempts(ev)
         ev.attempts = self.attempts.frame(ATTEMPT_COLUMNS)
-        ev.workers = frame([{"worker": w["worker"], "state": w["state"], "shard": w["shard"],
-                             "last_seen_ago": None if w["last_seen"] is None else round(now - w["last_seen"], 3)}
-                            for w in self.workers.values()], WORKER_COLUMNS)
+        ev.workers = frame(
+            [
+                {
+                    "worker": w["worker"],
+                    "state": w["state"],
+                    "shard": w["shard"],
+                    "last_seen_ago": None if w["last_seen"] is None else round(now - w["last_seen"], 3),
+                }
+                for w in self.workers.values()
+            ],
+            WORKER_COLUMNS,
+        )
         ev.crashes = self.crashes
         ev.worker_events = sorted(self.worker_events)
         ev.counters = self.counters
         ev.log_facts = self.facts
-        ev.fatal_error = self.fatal_detail if self.fatal_detail and self.fatal and \
-            self.fatal.split(",")[0] in self.fatal_detail else self.fatal
+        ev.fatal_error = (
+            self.fatal_detail
+            if self.fatal_detail and self.fatal and self.fatal.split(",")[0] in self.fatal_detail
+            else self.fatal
+        )
         ev.progress_time = self.progress
         ev.config = {"all_dead_ts": self.all_dead} if self.all_dead else {}
         ev.config["status_lines"] = len(self.status)  # ev.status keeps a downsampled share of them
@@ -379,8 +437,9 @@ class Timeline:
                 continue
             row = self.attempts[max(self.attempts.keys_of(st, shard))]  # the shard's newest attempt
             if row.get("outcome") == "failed" and row.get("kind") == INFRA:
-                self._add((stage, shard, row["attempt"] + 1), worker=None, start_ts=row.get("end_ts"),
-                          outcome="running")
+                self._add(
+                    (stage, shard, row["attempt"] + 1), worker=None, start_ts=row.get("end_ts"), outcome="running"
+                )
 
 
 def _error_line(lines: list[str]) -> str | None:
