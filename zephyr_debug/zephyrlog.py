@@ -157,8 +157,19 @@ ABORTED = Message(
     "aborted", "Coordinator aborted: {error}", rb"Coordinator aborted: (?P<text>.*)", b"Coordinator aborted"
 )
 PIPELINE_FAILED = Message(
-    "pipeline_failed", None, rb"method 'run_pipeline' failed: (?P<text>.*)", b"method 'run_pipeline' failed"
+    "pipeline_failed",
+    "Actor method 'run_pipeline' failed: {error}",  # fray's driver line
+    rb"method 'run_pipeline' failed: (?P<text>.*)",
+    b"method 'run_pipeline' failed",
 )
+# The older status form without alive/dead counts (STATUS reads both).
+STATUS_WORKERS_ONLY = (
+    "[{stage}] {completed}/{total} complete, {in_flight} in-flight, {queued} queued, {registered} workers"
+)
+# Lines Zephyr prints that zdebug does not fold (the generator writes them, as the release does).
+SHARD_START = "[{exec}] [shard {shard}/{total}] stage={stage}, 1 ops"
+SHARD_COMPLETE = "[shard {shard}] Complete: 1 refs produced"
+PULL_TASK_OPERATION = "Started operation {op} for {actor}.pull_task"  # Iris actor server DEBUG spam
 FINAL_COUNTERS = Message(
     "counters",
     "[coordinator.shutdown] Final counters: {counters}",
@@ -201,7 +212,8 @@ WORKER_ERROR = Message(
 )
 SCATTER_READER = Message(
     "scatter_reader",
-    None,
+    "ScatterReader for shard {shard}: {files} files, {chunks} total chunks, max_chunk_rows={rows}, "
+    "avg_item_bytes={item_bytes:.1f}",
     rb"ScatterReader for shard (?P<shard>\d+): (?P<files>\d+) files, (?P<chunks>\d+) total chunks, "
     rb"max_chunk_rows=(?P<rows>\d+)",
     b"ScatterReader ",

@@ -1,9 +1,7 @@
 """A simulated run -> the evidence files of one variant: `job.log` (coordinator and worker
 lines interleaved) or `coordinator.log`, `get_status.json` (the JobStatus repr in a JSON
 string, as `iris actor call … get_status` prints it) and `list-tasks.json` (Iris tasks).
-
-Line formats come from `zephyr_debug.zephyrlog`; the few Zephyr prints that it has no writer
-format for are in `EXTRA` below.
+Every Zephyr line comes from `zephyr_debug.zephyrlog`, the one place lines are defined.
 """
 
 from __future__ import annotations
@@ -19,22 +17,7 @@ from benchmarks.prodjobs.simulate import KILLED_AFTER_S, START_TS, STATUS_EVERY_
 from zephyr_debug import zephyrlog as zl
 from zephyr_debug.model import MAX_SHARD_FAILURES, MAX_SHARD_INFRA_FAILURES
 
-# Zephyr / fray / Iris lines that zephyrlog has no writer format for (real source: zephyr/execution.py,
-# zephyr/shuffle.py, fray/local_backend.py, iris/actor/server.py).
-EXTRA = {
-    "shard_start": "[{exec}] [shard {shard}/{total}] stage={stage}, 1 ops",
-    "shard_complete": "[shard {shard}] Complete: 1 refs produced",
-    "scatter": (
-        "ScatterReader for shard {shard}: {files} files, {chunks} total chunks, max_chunk_rows={rows}, "
-        "avg_item_bytes={item_bytes:.1f}"
-    ),
-    "actor_failed": "Actor method 'run_pipeline' failed: {error}",
-    "operation": "Started operation {op} for {actor}.pull_task",
-    "status_ray": (
-        "[{stage}] {completed}/{total} complete, {in_flight} in-flight, {queued} queued, {registered} workers"
-    ),
-    "heavy_import": "JAX version 0.8.0 available.",
-}
+EXTRA = {"heavy_import": "JAX version 0.8.0 available."}  # a library's line, not Zephyr's
 RAY_ACTOR = "(tokenized/nemotron_cc/hq_actual_41c5a4e4 pid=49163, ip=10.128.0.167) "
 COORD_URL = "http://10.164.1.18:30000"
 LATE_RETRY_S = 30.0  # marin#4079: a late worker retries the coordinator this often
@@ -212,7 +195,7 @@ def _attempt_lines(run: Run, a: Attempt, L: _Lines, fail_prefix: str) -> None:
         a.start + 0.05,
         "worker",
         "INFO",
-        EXTRA["shard_start"].format(exec=run.exec_id, shard=a.shard, total=st.shards, stage=st.name),
+        zl.SHARD_START.format(exec=run.exec_id, shard=a.shard, total=st.shards, stage=st.name),
     )
     if sc.stage_plan()[a.stage][1] == "reduce":
         files = run.stages[a.stage - 1].shards if a.stage else 1
@@ -220,7 +203,7 @@ def _attempt_lines(run: Run, a: Attempt, L: _Lines, fail_prefix: str) -> None:
             a.start + 0.2,
             "worker",
             "INFO",
-            EXTRA["scatter"].format(
+            zl.SCATTER_READER.format(
                 shard=a.shard,
                 files=files,
                 chunks=files * 2,
@@ -230,7 +213,7 @@ def _attempt_lines(run: Run, a: Attempt, L: _Lines, fail_prefix: str) -> None:
             logger="zephyr.shuffle",
         )
     if a.outcome == "done":
-        L.add(a.end - 0.01, "worker", "INFO", EXTRA["shard_complete"].format(shard=a.shard))
+        L.add(a.end - 0.01, "worker", "INFO", zl.SHARD_COMPLETE.format(shard=a.shard))
         L.add(a.end, "worker", "INFO", zl.SHARD_DONE.format(worker=w, shard=a.shard, secs=a.end - a.start))
     elif a.outcome == "task":
         tasks, _, _ = a.requeue or (MAX_SHARD_FAILURES, 0, 0)
@@ -296,7 +279,7 @@ def _end_lines(run: Run, L: _Lines, variant: str, fail_prefix: str) -> None:
                 ab["ts"] + 0.2,
                 "coord",
                 "WARNING",
-                EXTRA["actor_failed"].format(error=first),
+                zl.PIPELINE_FAILED.format(error=first),
                 logger="fray.local_backend",
                 block=rest or None,
             )
@@ -347,7 +330,7 @@ def _status_lines(run: Run, st, L: _Lines, exec_status: bool, sep: str) -> None:
         cum.append(cum[-1] + v)
     workers = _worker_counts(run)
     status_fmt = (
-        EXTRA["status_ray"]
+        zl.STATUS_WORKERS_ONLY
         if sc.form == "ray"
         else zl.STATUS.fmt
         if exec_status
@@ -397,7 +380,7 @@ def _status_lines(run: Run, st, L: _Lines, exec_status: bool, sep: str) -> None:
                     t + k / sc.spam_per_s,
                     "spam",
                     "DEBUG",
-                    EXTRA["operation"].format(
+                    zl.PULL_TASK_OPERATION.format(
                         op=f"{spam_rnd.getrandbits(128):032x}", actor=f"{run.worker_ids[0].split('-p0-')[0]}-p0-coord"
                     ),
                     logger="iris.actor.server",
