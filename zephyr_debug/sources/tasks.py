@@ -77,7 +77,7 @@ def workers(data: dict) -> pd.DataFrame:
 def log_records(data: dict) -> list[tuple[float | None, str]]:
     """(timestamp, line) of every log entry, in order."""
     out = []
-    for task in data.get("task_logs", data.get("taskLogs")):
+    for task in data.get("task_logs", data.get("taskLogs")) or []:  # is_task_logs checked: a list
         for entry in (task.get("logs") or []) if isinstance(task, dict) else []:
             if isinstance(entry, dict) and entry.get("data") is not None:
                 out.append((record_ts(entry.get("timestamp")), str(entry["data"])))
