@@ -136,7 +136,7 @@ def load(job_dir: Path) -> Evidence:
             w["pid"] = e.get("pid", w.get("pid"))
             if e.get("reason") == "re-registered":
                 w["shard"] = None
-            churn = "registered" if kind == "worker_registered" else CHURN.get(e.get("reason"))
+            churn = "registered" if kind == "worker_registered" else CHURN.get(str(e.get("reason")))
             if churn:
                 ev.worker_events.append((ts, e["worker"], churn))
         elif kind == "oom_kill":
