@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from zephyr_debug import jobstore
@@ -59,7 +60,7 @@ WORKER_TYPES = {
 }
 
 
-def _checked(url: str, path: str, data: dict, types: dict[str, tuple[type, ...]] | None = None) -> dict:
+def _checked(url: str, path: str, data: dict, types: Mapping[str, tuple[type, ...]] | None = None) -> dict:
     types = types or REPLY_TYPES[path]
     for key, value in data.items():
         want = types.get(key) or types.get("*")
