@@ -1,0 +1,117 @@
+"""`zephyrlog`: every line zdebug writes it can read back with the same named groups, routed by its
+keyword; one time rule for prefix times, whatever the machine's zone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from zephyr_debug import zephyrlog
+from zephyr_debug.sources import logtext
+
+SAMPLE = {
+    "exec": "20261202-215916-4e7e9c87",
+    "stage": "stage1-Map → Write",
+    "completed": 3,
+    "total": 4,
+    "in_flight": 1,
+    "queued": 0,
+    "alive": 3,
+    "registered": 4,
+    "dead": 1,
+    "counts": "{1: 5}",
+    "ops": "map",
+    "n": 2,
+    "worker": "zephyr--4e7e9c87-p0-workers-a0-1:0",
+    "secs": 12.5,
+    "shard": 7,
+    "max": 3,
+    "generation": 2,
+    "task": 0,
+    "task_max": 3,
+    "infra": 19,
+    "infra_max": 20,
+    "attempt": 1,
+    "current": 2,
+    "error": "boom",
+    "counters": "{'zephyr/item_count': 5}",
+    "files": 30,
+    "chunks": 30,
+    "rows": 12,
+    "item_bytes": 24.2,
+    "op": "a1b2",
+    "method": "run_pipeline",
+    "delay": 2.0,
+    "url": "http://10.0.0.1:30000",
+    "shards": 1376,
+}
+
+
+@pytest.mark.parametrize("msg", [m for m in zephyrlog.MESSAGES if m.fmt], ids=lambda m: m.name)
+def test_every_written_line_reads_back_with_its_fields(msg):
+    line = msg.format(**SAMPLE)
+    m = msg.regex.search(line.encode())
+    assert m is not None, line
+    for name, value in m.groupdict().items():
+        if value is not None and name in SAMPLE and name not in ("secs", "counts", "counters", "error"):
+            assert value.decode() == str(SAMPLE[name]), (name, line)
+    assert b" " + msg.keyword in b" " + line.encode()  # the routing keyword every form carries after a space
+    # the scanner finds it in a log and sends it to this message first
+    hit = logtext.EVENT_RE.search(b"2026-12-02 21:59:16,743 INFO zephyr.execution: " + line.encode())
+    assert hit and msg.name in {n for n, _ in logtext.BY_KEYWORD[hit.group()[1:]]} | {n for n, _ in logtext.ALL}
+
+
+def test_old_forms_are_read_by_the_same_patterns():
+    old = zephyrlog.STATUS_WORKERS_ONLY.format(**SAMPLE)
+    m = zephyrlog.STATUS.regex.search(old.encode())
+    assert m["workers"] == b"4" and m["alive"] is None
+    semi = (
+        "Shard 6 has been in flight during 3 infra failures (max 3); treating as a deterministic crasher "
+        "(likely native SIGSEGV / OOM in shard code) and aborting pipeline. Last failure on worker w-1."
+    )
+    assert zephyrlog.INFRA_ABORT.regex.search(semi.encode())["worker"] == b"w-1"
+
+
+def test_prefix_times_read_the_same_under_any_machine_zone():
+    code = (
+        "from zephyr_debug import zephyrlog as z; print(z.naive_epoch('2026-01-01', '10:00:00'), "
+        "z.naive_epoch('20260101', '10:00:00'))"
+    )
+    got = {
+        tz: subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "TZ": tz, "ZDEBUG_TZ": ""},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        for tz in ("UTC", "America/New_York")
+    }
+    assert got["UTC"] == got["America/New_York"] == ["1767261600.0", "1767261600.0"]  # UTC unless told
+
+
+def test_zdebug_tz_names_the_zone_prefix_times_are_in():
+    try:
+        zephyrlog.set_timezone("America/New_York")
+        assert zephyrlog.naive_epoch("2026-01-01", "10:00:00") == 1767261600 + 5 * 3600
+        with pytest.raises(ValueError):
+            zephyrlog.set_timezone("Mars/Olympus")
+    finally:
+        zephyrlog.set_timezone(None)
+    assert zephyrlog.naive_epoch("2026-01-01", "10:00:00") == 1767261600
+    assert zephyrlog.naive_epoch("2026-13-45", "10:00:00") is None  # not a date after all
+
+
+def test_writer_timestamps_are_utc_and_round_trip():
+    stamp = zephyrlog.timestamp(1767261600.25)
+    assert stamp == "2026-01-01 10:00:00,250"
+    m = zephyrlog.PREFIX_RE.match(stamp.encode())
+    assert zephyrlog.naive_epoch(m["date"].decode(), m["time"].decode()) == 1767261600
+
+
+def test_human_numbers_round_trip():
+    for n in (999, 1090, 12_300_000, 2e9):
+        assert zephyrlog.human_number(zephyrlog.human_count(n)) == pytest.approx(n, rel=0.01)
