@@ -56,6 +56,7 @@ class _Parser:
                 raise LiteralError(f"unexpected {text[self.pos : m.start()].strip()[:20]!r}", self.pos)
             self.pos = m.end()
             kind = m.lastgroup
+            assert kind is not None  # every alternative of TOKEN_RE is a named group
             self.tokens.append((kind, m.group(kind), m.start(kind)))
         if text[self.pos :].strip():
             raise LiteralError(f"unexpected {text[self.pos :].strip()[:20]!r}", self.pos)
@@ -100,7 +101,7 @@ class _Parser:
         raise LiteralError(f"unexpected {text!r}", pos)
 
     def items(self, close: str, kind):
-        out = {} if kind is dict else []
+        out: Any = {} if kind is dict else []
         while self.peek()[1] != close:
             key = self.value()
             if kind is dict:
