@@ -109,7 +109,7 @@ def _check_stream(data: bytes, limits: Limits) -> None:
                     raise _over("string bytes", limits.string_bytes)
             if name in _MEMO_OPS and isinstance(arg, int) and not 0 <= arg < limits.memo:
                 raise _over(f"memo index {arg:,}", limits.memo)
-            if name == "FRAME" and arg > len(data) - pos:
+            if name == "FRAME" and isinstance(arg, int) and pos is not None and arg > len(data) - pos:
                 raise _over(f"declared frame of {arg:,} bytes", len(data) - pos)
             if name in _CLASS_OPS:
                 classes += 1
