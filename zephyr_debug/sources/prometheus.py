@@ -9,6 +9,7 @@ that. Prometheus holds no traceback text, so `crashes` stays empty.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import time
@@ -137,7 +138,7 @@ def _samples(result: list[dict]) -> pd.DataFrame:
 def _shard_rows(client: Client, sel: str, window: str) -> pd.DataFrame:
     """Last value of each per-attempt gauge, one row per (stage, shard, attempt, worker)."""
     keys = ["stage", "shard", "attempt", "worker"]
-    merged = None
+    parts = []
     for column, metric in SHARD_METRICS.items():
         rows = [
             {
@@ -146,8 +147,8 @@ def _shard_rows(client: Client, sel: str, window: str) -> pd.DataFrame:
             }
             for s in client.query(f"last_over_time({metric}{{{sel}}}[{window}])")
         ]
-        part = pd.DataFrame(rows, columns=keys + [column])
-        merged = part if merged is None else merged.merge(part, on=keys, how="outer")
+        parts.append(pd.DataFrame(rows, columns=keys + [column]))
+    merged = functools.reduce(lambda left, right: left.merge(right, on=keys, how="outer"), parts)
     merged["shard"] = merged["shard"].astype(int)
     merged["attempt"] = merged["attempt"].astype(int)
     return merged
@@ -170,7 +171,7 @@ def _evidence(source: str, run: str, raw: pd.DataFrame, shards: pd.DataFrame, pr
     ev.config.update(
         scrape_interval=scrape, heartbeat_interval=max(ev.config.get("heartbeat_interval", 0.0), np.nan_to_num(scrape))
     )
-    ev.progress_time = last("progress_time_seconds", None)
+    ev.progress_time = last("progress_time_seconds") if len(series("progress_time_seconds")) else None
     ev.counters = {
         name: float(s.loc[s["ts"].idxmax(), "value"])
         for name, s in by_name.items()
@@ -235,7 +236,7 @@ def _status(series) -> pd.DataFrame:
 def _stages(series) -> list[StageInfo]:
     totals = series("zephyr_shards_total").sort_values("ts").groupby("stage")["value"].last()
     starts = series("zephyr_stage_start_time_seconds").groupby("stage")["value"].min()
-    stages = []
+    stages: list[StageInfo] = []
     for name, total in totals.items():
         match = STAGE_RE.match(name)
         start = starts.get(name)
