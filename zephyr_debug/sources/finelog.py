@@ -28,6 +28,7 @@ from zephyr_debug.model import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
     import pyarrow as pa
 
@@ -241,7 +242,7 @@ def _known_executions(url: str) -> str:
     return f"; it holds: {', '.join(map(str, ids))}" if ids else ""
 
 
-def _columns(table: pa.Table, fields: dict[str, str], warnings: list[str], where: str) -> tuple[dict, object]:
+def _columns(table: pa.Table, fields: dict[str, str], warnings: list[str], where: str) -> tuple[dict, np.ndarray]:
     """Arrow -> numpy arrays under our names, and the stage names: `stage` as codes into those
     names, `status` as an index into STATUSES, numbers as float (wrongly typed -> the row is
     skipped and counted), `ts` as unix seconds (finelog stores Zephyr's naive-UTC datetimes).
@@ -337,7 +338,8 @@ def to_evidence(rows: Rows) -> Evidence:
             "start_ts": start_ts,
             "end_ts": end_ts,
             "outcome": outcome.astype(object),
-            "kind": np.where(last_status == FAILED, TASK, None).astype(object),
+            # numpy stubs reject None, which np.where takes as an object scalar
+            "kind": np.where(last_status == FAILED, TASK, None).astype(object),  # type: ignore[call-overload]
             "elapsed_s": end_ts - start_ts,
             "items": w["items"][order[lasts]],
             "bytes": w["bytes"][order[lasts]],
