@@ -115,13 +115,16 @@ class _StageRows:
                 self._coarsen(self.binned[0][-1])
 
     def _bin(self, ts: float) -> float:
+        assert self.t0 is not None  # _store sets it before any row is binned
         return math.floor((ts - self.t0) / self.width) if ts == ts and self.t0 == self.t0 else math.inf
 
     def _coarsen(self, ts: float) -> None:
         """Doubles the bin width (or sets it from the span seen) and keeps each bin's newest row."""
+        assert self.t0 is not None  # _store sets it before any row is binned
         span = ts - self.t0 if ts == ts and self.t0 == self.t0 else 0.0
         self.width = max(self.width * 2, span / (STATUS_ROWS_PER_STAGE / 2), 1e-3)
-        old, keep = self.binned, []
+        old = self.binned
+        keep: list[int] = []
         for k in range(len(old[-1])):
             if keep and self._bin(old[0][keep[-1]]) == self._bin(old[0][k]):
                 keep[-1] = k
