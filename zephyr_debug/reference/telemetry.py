@@ -177,12 +177,13 @@ class ShardRows:
             }
 
     def _row(self, status: str, items: int, nbytes: int, cpu_pct: float) -> float:
-        s = self._shard
+        s, writer = self._shard, self._writer
+        assert s is not None and writer is not None  # callers hold an open shard, which needs a writer
         elapsed = max(time.monotonic() - s["t0"], 1e-9)
         cpu, rss = _usage(self._proc)
         cpu = max(cpu - s["cpu0"], 0.0)
         s["rss_sum"], s["rss_n"], s["peak"] = s["rss_sum"] + rss, s["rss_n"] + 1, max(s["peak"], rss)
-        self._writer.write(
+        writer.write(
             WorkerStat(
                 self.execution_id,
                 s["stage"],
@@ -232,7 +233,9 @@ class StageRows:
         return event
 
     def _emit(self, status: str) -> None:
-        s, done = self._stage, self._stage["done"]
+        s = self._stage
+        assert s is not None  # write() emits only with a stage open
+        done = s["done"]
         elapsed = max(time.monotonic() - s["t0"], 1e-9)
         items, nbytes = sum(d.get("items") or 0 for d in done), sum(d.get("bytes") or 0 for d in done)
         cpu = sum(d.get("cpu_time_s") or 0.0 for d in done)
