@@ -89,8 +89,9 @@ class Coordinator:
         self.queue: deque[int] = deque()
         self.completed = 0
         self.retries = 0
-        self.failures = Counter()  # kind -> count, whole job
-        self.counters: Counter = Counter()
+        self.failures: Counter[str] = Counter()  # kind -> count, whole job
+        # A Counter (a missing name reads 0) of int and float values: typeshed's Counter counts int only.
+        self.counters: dict[str, float] = Counter()  # type: ignore[assignment]
         self.done = False
         self.fatal_error: str | None = None
         self.started = time.time()
@@ -345,6 +346,7 @@ class Coordinator:
     # -- failure handling ------------------------------------------------------------
     def _infra_failure(self, worker: _Worker, reason: str) -> None:
         index, worker.shard = worker.shard, None
+        assert index is not None  # callers check the worker holds a shard
         record = self.shards[index]
         record.holder = None
         record.attempts[-1].update(end=time.time(), outcome="failed", kind=INFRA)
