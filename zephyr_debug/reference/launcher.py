@@ -18,6 +18,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 import psutil
 
@@ -78,7 +79,8 @@ class Job:
         self.job_dir = (config.root or jobstore.jobs_root()) / self.execution_id
         self.events = jobstore.EventLog(self.job_dir / jobstore.EVENTS)
         if config.finelog:  # the coordinator's events become zephyr.stage rows
-            self.events = telemetry.StageRows(self.events, config.finelog, self.execution_id)
+            # StageRows stands in for the EventLog it wraps (__getattr__ passes the rest through).
+            self.events = cast(jobstore.EventLog, telemetry.StageRows(self.events, config.finelog, self.execution_id))
         (self.job_dir / "workers").mkdir(exist_ok=True)
         self.kernel_log = logfmt.LineLog(self.job_dir / "kernel.log", "kernel")
         self.coordinator = Coordinator(
@@ -135,7 +137,7 @@ class Job:
         wcfg = {
             "worker_id": worker.id,
             "index": worker.index,
-            "url": self.server.url,
+            "url": self.url,
             "job_dir": str(self.job_dir),
             "runner": cfg.runner,
             "faults": [f.to_dict() for f in cfg.faults],
@@ -175,6 +177,7 @@ class Job:
         if self.events.error:  # the job store could not be written (disk full): the run is not usable
             raise self.events.error
         status = self.coordinator.get_status()
+        assert self.state is not None  # _shutdown sets it
         return JobResult(self.execution_id, self.job_dir, self.state, status.fatal_error, status)
 
     def stop(self) -> None:
@@ -207,6 +210,7 @@ class Job:
     def _fire(self, fault: Fault, victims: list[_WorkerProc]) -> None:
         self._fired.add(fault)
         for worker in victims:
+            assert worker.proc is not None  # victims are running workers
             self.events.write(
                 "fault_injected", fault=str(fault), worker=worker.id, pid=worker.proc.pid, signal="SIGKILL"
             )
