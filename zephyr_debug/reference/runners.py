@@ -79,6 +79,7 @@ class SubprocessRunner:
                 text=True,
             )
         self.child_pid = proc.pid
+        assert proc.stdin is not None and proc.stdout is not None  # both are PIPEs
         proc.stdin.write(json.dumps(job))
         proc.stdin.close()
         result, error = None, None
@@ -125,4 +126,4 @@ def _raised_text(shard: int, code: int) -> str:
     raise AssertionError("unreachable")
 
 
-RUNNERS = {"inline": InlineRunner, "subprocess": SubprocessRunner}
+RUNNERS: dict[str, type[InlineRunner | SubprocessRunner]] = {"inline": InlineRunner, "subprocess": SubprocessRunner}
