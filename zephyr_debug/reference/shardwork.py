@@ -148,7 +148,7 @@ def _cast_columns(frame: pd.DataFrame) -> None:
 
 def _load_whole_split() -> None:
     """Reads 'the whole split into memory': grows RSS until the OOM watchdog kills us."""
-    blocks = []
+    blocks: list[np.ndarray] = []
     while len(blocks) * OOM_STEP_BYTES < OOM_SAFETY_CAP_BYTES:
         blocks.append(np.ones(OOM_STEP_BYTES, dtype=np.uint8))
         time.sleep(0.02)
