@@ -122,7 +122,7 @@ def test_killed_coordinator_reads_as_interrupted(tmp_path):
         launcher.wait()
     s = json.loads(zdebug("status", str(job_dir), "--json").stdout)
     assert s["state"] == "interrupted" and s["done"] is False
-    assert s["headline"].startswith("Interrupted") and s["findings"] == [], s["findings"]  # nothing runs now
+    assert s["headline"].startswith("Interrupted")  # judged at its last record, like a finished job
 
 
 def test_demo_runs_a_small_job_and_leaves_a_job_dir(tmp_path):

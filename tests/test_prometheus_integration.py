@@ -147,11 +147,11 @@ def test_zdebug_reads_the_same_findings_from_prometheus_as_from_the_job_dir(obse
         a, b = (analyze(ev, Thresholds(stall_s=4)).status_json(listing(ev)) for ev in (from_prom, from_dir))
         assert {k: a[k] for k in COMPARED} == {k: b[k] for k in COMPARED}, name
         findings = [
-            {(f.shard, f.stage, f.kind) for f in analyze(ev).problems if f.shard is not None}
+            {(f.shard, f.stage, f.kind) for f in analyze(ev).problems if f.kind != "stalled"}  # shard or job level
             for ev in (from_prom, from_dir)
         ]
         assert findings[0] == findings[1], name
-        assert findings[0], name  # every scenario has a straggler to find
+        assert findings[0], name  # every scenario has something to find
     # Without a run: the one that progressed last.
     last = max(jobs.values(), key=lambda jr: load(str(jr[1].job_dir)).progress_time)[0]
     assert load(prometheus.target(prom.url)).job == last.execution_id

@@ -223,11 +223,8 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     frozen = progress.frozen_items_s(ev, prog)
     gone = pool.all_dead
     sizes_from = "Zephyr's telemetry" if "finelog" in ev.provenance else ""
-    if ev.state != "running":  # an interrupted job runs nothing: its last attempts are not in flight any more
-        judged &= ~shards["running"]
     stalled_now = (
-        (ev.state == "running")
-        & shards["running"].to_numpy(dtype=bool)
+        shards["running"].to_numpy(dtype=bool)
         & shards["holder_alive"].to_numpy(dtype=bool)
         & (shards["plateau_now_s"].to_numpy(dtype=float) >= th.stuck_heartbeats * hb)
     )  # stuck needs no peers

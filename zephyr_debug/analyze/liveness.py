@@ -41,14 +41,19 @@ def _alive_mask(ev: Evidence) -> pd.Series:
 
 
 def pool(ev: Evidence) -> Pool:
-    """Counts from get_status, else the last status line (it counts every worker; a log names only
-    some), else the worker list (a worker that re-registered is one row)."""
+    """Counts from get_status; from a log, its last status line (it counts every worker, the log
+    names only some); else the worker list of a heartbeat source (a re-registered worker is one row)."""
     unfinished = ev.state in ("running", "interrupted", "failed")
     if ev.live is not None:
         states = [str(v.get("state")) for v in ev.live.workers.values()]
         alive = sum(s in ALIVE_STATES for s in states)
         counts = (alive, len(states) - alive, len(states), "get_status")
-    elif len(ev.status) and (alive_now := _num(ev.status["alive"].iloc[-1])) is not None and not math.isnan(alive_now):
+    elif (
+        _status_counts_all(ev)
+        and len(ev.status)
+        and (alive_now := _num(ev.status["alive"].iloc[-1])) is not None
+        and not math.isnan(alive_now)
+    ):  # a log names only some workers: its status line counts them all
         last = ev.status.iloc[-1]
         counts = (int(alive_now), int(_num(last["dead"], 0) or 0), int(_num(last["registered"], 0) or 0), "status line")
     else:
@@ -68,6 +73,15 @@ def pool(ev: Evidence) -> Pool:
     if registered and alive == 0 and unfinished and ev.state != "succeeded":
         evidence.append(f"{source}: 0/{registered} workers alive, {dead} dead")
     return Pool(alive, dead, registered, source, bool(evidence), tuple(evidence))
+
+
+def _status_counts_all(ev: Evidence) -> bool:
+    """The status line counts workers the evidence does not list: a log, or a worker list shorter
+    than the line's registered count."""
+    if not ev.heartbeat_ages or not len(ev.workers) or not len(ev.status):
+        return True
+    registered = _num(ev.status["registered"].iloc[-1])
+    return registered is not None and registered > ev.workers["worker"].nunique()
 
 
 def add_holders(shards: pd.DataFrame, ev: Evidence) -> pd.DataFrame:
