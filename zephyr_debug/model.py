@@ -201,10 +201,6 @@ class Evidence:
     # name -> [(ts, ...)] in log order; names and tuple fields in sources/timeline.py `_fact` calls.
     log_facts: dict[str, list[tuple]] = field(default_factory=dict)
 
-    def setting(self, name: str, default: Any) -> Any:
-        value = self.config.get(name)
-        return default if value is None else value
-
 
 EXECUTION_ID_RE = re.compile(r"^(?:[\w.-]+-)?\d{8}-\d{6}-[0-9a-f]{8}$")
 
