@@ -122,18 +122,20 @@ class Worker:
     def run_task(self, task: dict) -> None:
         shard, attempt = task["shard"], task["attempt"]
         self.log.info(zephyrlog.EXECUTING.format(worker=self.id, stage=task["stage"], shard=shard, attempt=attempt))
+        current = {"stage": task["stage"], "shard": shard, "items": 0, "bytes": 0}
         with self._lock:
-            self.current = {"stage": task["stage"], "shard": shard, "items": 0, "bytes": 0}
+            self.current = current
         self.telemetry.start(task["stage"], shard)
 
         def progress(items: int, nbytes: int) -> None:
             with self._lock:
-                self.current.update(items=items, bytes=nbytes)
+                current.update(items=items, bytes=nbytes)
 
         outcome = self.runner.run(task, progress)
         with self._lock:
-            last, self.current = self.current, None
-        done = outcome.result if outcome.ok else last
+            self.current = None
+        result = outcome.result if outcome.ok else None  # the runners set it on every ok outcome
+        done = current if result is None else result
         key = {"stage_index": task["stage_index"], "shard": shard, "attempt": attempt}
         extra = {
             "returncode": outcome.returncode,
@@ -141,27 +143,29 @@ class Worker:
             "runner": self.runner.name,
             **self.telemetry.end(outcome.ok, done["items"], done["bytes"], outcome.peak_rss_bytes),
         }
-        if outcome.ok:
+        if result is not None:
             self.log.info(zephyrlog.SHARD_DONE.format(worker=self.id, shard=shard, secs=outcome.elapsed_s))
             self.call(
                 "/report_result",
                 **key,
                 elapsed_s=outcome.elapsed_s,
-                items=outcome.result["items"],
-                bytes=outcome.result["bytes"],
-                counters=outcome.result.get("counters"),
+                items=result["items"],
+                bytes=result["bytes"],
+                counters=result.get("counters"),
                 **extra,
             )
             return
+        error = outcome.error
+        assert error is not None  # the runners set it on every failed outcome
         self.log.error(zephyrlog.WORKER_ERROR.format(worker=self.id, shard=shard))
-        self.log.raw(outcome.error)
+        self.log.raw(error)
         crash = self.crash_dir / f"stage{task['stage_index']}-{shard}-{attempt}.txt"
         crash.parent.mkdir(parents=True, exist_ok=True)
-        crash.write_text(outcome.error)
+        crash.write_text(error)
         self.call(
             "/report_error",
             **key,
-            error=outcome.error,
+            error=error,
             crash_file=str(crash),
             failure=outcome.failure,
             elapsed_s=round(outcome.elapsed_s, 4),
