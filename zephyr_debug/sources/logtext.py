@@ -106,10 +106,14 @@ def grep_hits(path: str) -> Iterator[Hit]:
             ) as proc,
         ):
             read, search = _reader(fh.fileno()), EVENT_RE.search
+            assert proc.stdout is not None  # stdout=PIPE
             for raw in proc.stdout:
                 number, offset, line = raw.split(b":", 2)
                 line = line[:-1] if line[-1:] == b"\n" else line
-                kw = search(line).group()
+                hit = search(line)
+                if hit is None:  # grep -F matched a keyword the regex needs a space before
+                    continue
+                kw = hit.group()
                 if kw in BLOCK_KEYS:
                     yield _hit(read, int(offset), int(number) - 1, kw, line)
                 else:
@@ -320,6 +324,7 @@ class LogScanner:
 
     def _timestamp(self, line: bytes) -> float | None:
         m = PREFIX_RE.match(line, 1 if line[:1] == b" " else 0)
+        assert m is not None  # every part of the prefix pattern is optional: it always matches
         date, clock, frac = (m["date"], m["time"], m["frac"]) if m["date"] else (m["gdate"], m["gtime"], m["gfrac"])
         if date is not None:
             key = date + b" " + clock

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from zephyr_debug.model import (
     ATTEMPT_COLUMNS,
@@ -17,7 +18,7 @@ from zephyr_debug.model import (
     StageInfo,
     frame,
 )
-from zephyr_debug.sources.compact import AttemptTable, StatusSeries
+from zephyr_debug.sources.compact import AttemptRow, AttemptTable, StatusSeries
 from zephyr_debug.sources.jobstatus import parse_literal
 from zephyr_debug.zephyrlog import FAILURE_KINDS, RETURNCODE_RE, human_number
 
@@ -58,10 +59,10 @@ class Timeline:
         self.worker_events: list[tuple[float, str, str]] = []
         self.source_now = source
         self.facts: dict[str, list[tuple]] = {}
-        self.handlers: dict[str, object] = {}  # message name -> its on_<name> method
+        self.handlers: dict[str, Callable[..., None]] = {}  # message name -> its on_<name> method
 
     # -- events --------------------------------------------------------------------------
-    def event(self, name: str, ts: float | None, g: list, source: str, line: int | None, block: str | None) -> None:
+    def event(self, name: str, ts: float | None, g: dict, source: str, line: int | None, block: str | None) -> None:
         self.events += 1
         self.source_now = source
         if ts is not None and (self.last_ts is None or ts > self.last_ts):
@@ -78,7 +79,7 @@ class Timeline:
         row = {col: int(g[key]) if key in g else None for col, key in STATUS_FIELDS}
         if row["registered"] is None and "workers" in g:  # older form: `…, 488 workers`
             row["registered"] = int(g["workers"])
-        self._stage(stage, row["total"])
+        self._stage(stage, row["total"] or 0)
         self._fact("status_exec", ts, g.get("exec"), row["alive"], runs=True)
         last = self.status[-1] if self.status else None
         if last is not None and last["stage"] == stage and row["completed"] > last["completed"] and ts is not None:
@@ -175,7 +176,7 @@ class Timeline:
         )
         row["generation"] = generation
 
-    def _infra_failure(self, ts, shard: int, worker: str, what: str, count: str, source, line) -> dict:
+    def _infra_failure(self, ts, shard: int, worker: str, what: str, count: str, source, line) -> AttemptRow:
         row = self._attempt(worker, shard, ts, attempt=None)
         if row.get("start_ts") is None:  # no Executing line (coordinator log): held since the last requeue
             row["start_ts"] = self._since(row)
@@ -309,7 +310,7 @@ class Timeline:
             return "stage0"
         return max(self.stages.values(), key=lambda s: (s.start_ts or -math.inf, s.index)).name
 
-    def _attempt(self, worker: str, shard: int, ts, attempt: int | None = None) -> dict:
+    def _attempt(self, worker: str, shard: int, ts, attempt: int | None = None) -> AttemptRow:
         """The attempt of `shard` that `worker` holds (from its Executing line), else a new row."""
         key = self.holding.get(worker)
         if key is not None and key[1] == shard:
@@ -328,7 +329,7 @@ class Timeline:
     def _add(self, key: tuple, **fields):
         return self.attempts.add(key, **fields)
 
-    def _since(self, row: dict) -> float | None:
+    def _since(self, row: AttemptRow) -> float | None:
         """When a shard that no Executing line shows started: the end of its previous attempt (a
         requeued shard in a tail is handed out at once), else its stage's start."""
         keys = [k for k in self.attempts.keys_of(row["stage"], row["shard"]) if k[2] < row["attempt"]]
@@ -337,7 +338,7 @@ class Timeline:
         info = self.stages.get(row["stage"])
         return info.start_ts if info else None
 
-    def _reported(self, worker: str, shard: int) -> dict | None:
+    def _reported(self, worker: str, shard: int) -> AttemptRow | None:
         """The failed attempt (by its worker's error line) that a coordinator failure line confirms."""
         keys = self.attempts.keys_of(self._current_stage(), shard)
         for key in sorted(keys, key=lambda k: -k[2]):
