@@ -70,7 +70,9 @@ def pool(ev: Evidence) -> Pool:
             f"'All workers are dead/failed. Waiting for workers to recover...' {len(waits)} times, "
             f"the last {ev.now - waits[-1]:.0f}s before the end of the evidence, no progress since"
         )
-    if registered and alive == 0 and unfinished and ev.state != "succeeded":
+    # a worker list of a heartbeat source: workers told to stop (`done`) were shut down, not lost
+    shut_down = source == "worker list" and bool((ev.workers["state"] == "done").any())
+    if registered and alive == 0 and unfinished and ev.state != "succeeded" and not shut_down:
         evidence.append(f"{source}: 0/{registered} workers alive, {dead} dead")
     return Pool(alive, dead, registered, source, bool(evidence), tuple(evidence))
 
