@@ -192,7 +192,11 @@ def test_live_zephyr_job_on_iris(cluster, tmp_path, monkeypatch):
         out[cmd] = json.loads(stdout)
     findings = out["stragglers"]["findings"]
     slow = next(f for f in findings if f["shard"] == SLOW_SHARD)
-    assert slow["stage"] == "stage0-Map" and slow["ratio_to_median"] >= 2, slow
+    assert slow["stage"] == "stage0-Map" and slow["cause"] in ("undetermined", "stuck", "slow-worker", "data-skew"), (
+        slow
+    )
+    # against finished peers it runs far longer (before any peer finished, only a stall can show: no ratio yet)
+    assert slow["ratio_to_median"] is None or slow["ratio_to_median"] >= 2, slow
     assert live in " ".join(slow["next"] if isinstance(slow["next"], list) else [slow["next"]])
 
     status = out["status"]
