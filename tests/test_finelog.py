@@ -147,9 +147,10 @@ def test_tail_run_reads_back_per_shard(runs):
     for shard in (SKEW, STUCK, SLOW):  # 30-40x nominal; per-shard overhead under load shrinks the ratio
         assert a.loc[shard, "elapsed_s"] > 5 * normal, (shard, a["elapsed_s"].to_dict())
     assert a.loc[STUCK, "elapsed_s"] >= STUCK_S
-    # RUNNING rows are samples: the stuck shard sits at 0 items for most of its time.
+    # RUNNING rows are samples; this release's inline runner samples them in a thread that sees no
+    # counters or RSS, so they carry no item counts (NaN, not a frozen 0: every shard would look stuck).
     s = ev.samples[ev.samples["shard"] == STUCK]
-    assert len(s) >= STUCK_S / SAMPLE_S / 2 and s["items"].iloc[0] == 0
+    assert len(s) >= STUCK_S / SAMPLE_S / 2 and s["items"].isna().all()
     # This release's inline runner sends RUNNING rows with 0 memory/CPU: read as not sampled.
     assert not (ev.samples["rss_bytes"] == 0).any() and not (ev.samples["cpu_pct"] == 0).any()
     assert (ev.samples["items"].diff().fillna(0)[ev.samples["shard"].diff() == 0] >= 0).all()
@@ -166,7 +167,8 @@ def test_tail_stragglers_name_causes(runs):
     report = json.loads(zdebug("stragglers", runs["tail"], "--json").stdout)
     found = {f["shard"]: f for f in report["findings"]}
     assert {SKEW, STUCK} <= set(found), found
-    assert found[SKEW]["cause"] == "data-skew" and found[STUCK]["cause"] == "stuck"
+    # the stuck shard is an outlier whose cause telemetry cannot decide here (no item counts while it ran)
+    assert found[SKEW]["cause"] == "data-skew" and found[STUCK]["cause"] == "undetermined"
     assert any(f"items {ROWS * SKEW_X:,} " in line for line in found[SKEW]["evidence"]), found[SKEW]["evidence"]
     # The slow shard (a sleep per item: no CPU, no worker to compare) is not size skew.
     assert found.get(SLOW, {}).get("cause") != "data-skew", found[SLOW]

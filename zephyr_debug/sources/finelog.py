@@ -363,6 +363,8 @@ def to_evidence(rows: Rows) -> Evidence:
         pd.Series(stage_names[w["stage"][running]], index=samples.index, dtype=object),
     )
     samples.insert(SAMPLE_COLUMNS.index("worker"), "worker", pd.Series(None, index=samples.index, dtype=object))
+    # An unsampled RUNNING row (no RSS: this release's inline runner) carries 0 items too: not a stall.
+    samples.loc[samples["rss_bytes"].isna(), ["items", "bytes"]] = np.nan
     last_ts = float(ts.max()) if n else float("nan")
     stage_end = float(st["ts"].max()) if len(st) else float("nan")
     last = float(np.nanmax([last_ts, stage_end]))
