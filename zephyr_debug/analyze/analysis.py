@@ -86,9 +86,6 @@ class Analysis:
     def has_errors(self) -> bool:
         return any(f.severity == ERROR for f in self.findings)
 
-    def shard_findings(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.all_shards)
-
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,

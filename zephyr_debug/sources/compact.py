@@ -11,21 +11,12 @@ import math
 from array import array
 from collections import deque
 
+from zephyr_debug.model import STATUS_COLUMNS
+
 STATUS_ROWS_PER_STAGE = 2_000  # binned (unpinned) rows kept per stage; render/report.py draws 1,500
 RECENT_ROWS = 64  # a stage's newest rows, always kept whole (the printed item resolution near the end)
-# Status columns as the fold writes them; None is stored as NaN.
-STATUS_VALUES = (
-    "ts",
-    "completed",
-    "total",
-    "in_flight",
-    "queue_depth",
-    "retries",
-    "alive",
-    "registered",
-    "dead",
-    "items",
-)
+# Status columns as the fold writes them (model.STATUS_COLUMNS but the stage, plus items=); None is NaN.
+STATUS_VALUES = (*(c for c in STATUS_COLUMNS if c != "stage"), "items")
 NAN = math.nan
 _TS, _DONE, _TOTAL, _FLIGHT, _QUEUE, _RETRIES, _ALIVE, _REG, _DEAD, _ITEMS = range(len(STATUS_VALUES))
 
