@@ -8,7 +8,7 @@ cost (idle and burned worker-hours, stage time held).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -106,11 +106,11 @@ class Analysis:
             "findings": [dict(f.to_json(), rank=i) for i, f in enumerate(self.findings, 1)],
             "next": list(self.next),
             "warnings": list(self.warnings),
-            "thresholds": {
-                **{k: getattr(self.thresholds, k) for k in self.thresholds.__dataclass_fields__},
-                "heartbeat_interval_s": self.heartbeat_interval_s,
-            },
+            "thresholds": self._thresholds_json(),
         }
+
+    def _thresholds_json(self) -> dict[str, Any]:
+        return {**asdict(self.thresholds), "heartbeat_interval_s": self.heartbeat_interval_s}
 
     def stragglers_json(self) -> dict[str, Any]:
         """`zdebug stragglers --json`: stages, tail episodes and the findings about stages/shards."""
@@ -123,7 +123,7 @@ class Analysis:
             "stages": [s.to_json() for s in self.stages],
             "tail": [t.to_json() for t in self.tail],
             "findings": [f.to_json() for f in self.problems if f.stage is not None],
-            "thresholds": self.to_json()["thresholds"],
+            "thresholds": self._thresholds_json(),
             "warnings": list(self.warnings),
         }
 
