@@ -222,8 +222,8 @@ def _python_scan(path: Path, size: int, processes: int | None) -> Iterator[tuple
 class LogScanner:
     """Feeds one Timeline from log text: a file (in parallel ranges when large), or records."""
 
-    def __init__(self, timeline: Timeline, source: str):
-        self.tl, self.source = timeline, source
+    def __init__(self, timeline: Timeline, source: str, dense: bool = True):
+        self.tl, self.source, self.dense = timeline, source, dense
         self.date_cache: dict[bytes, float] = {}
         self.day = 0.0  # date of the last dated line, for Iris clock-only prefixes
         self.last_ts: float | None = None
@@ -376,11 +376,11 @@ def sniff(head: bytes) -> bool:
     return LINE_START_RE.search(b"\n" + head) is not None
 
 
-def load(paths: list[Path], name: str) -> Evidence:
-    """One Evidence from one or more log files of the same job."""
+def load(paths: list[Path], name: str, dense: bool = True) -> Evidence:
+    """One Evidence from one or more log files of the same job (`dense`: the bulk path for event lines)."""
     tl = Timeline(name, str(paths[0]) if len(paths) == 1 else str(paths[0].parent))
     for path in paths:
-        LogScanner(tl, str(path)).scan_file(path)
+        LogScanner(tl, str(path), dense).scan_file(path)
     if not tl.events:
         raise EvidenceError(f"{paths[0]}:1: no Zephyr coordinator/worker lines found (not a Zephyr log?)")
     return tl.finish()
