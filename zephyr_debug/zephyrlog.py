@@ -53,13 +53,16 @@ def _compiled(pattern: bytes) -> re.Pattern[bytes]:
 
 
 # -- coordinator ---------------------------------------------------------------------------
+_COUNTS = (  # a status line after its `[stage] `
+    rb"(?P<completed>\d+)/(?P<total>\d+) complete, (?P<in_flight>\d+) in-flight, "
+    rb"(?P<queued>\d+) queued, (?:(?P<alive>\d+)/(?P<registered>\d+) workers alive, (?P<dead>\d+) dead"
+    rb"|(?P<workers>\d+) workers)(?:[;.] items=" + _NUM + rb")?"
+)
 STATUS = Message(
     "status",
     "[{exec}] [{stage}] {completed}/{total} complete, {in_flight} in-flight, {queued} queued, "
     "{alive}/{registered} workers alive, {dead} dead",
-    _EXEC + rb"\[" + _STAGE + rb"\] (?P<completed>\d+)/(?P<total>\d+) complete, (?P<in_flight>\d+) in-flight, "
-    rb"(?P<queued>\d+) queued, (?:(?P<alive>\d+)/(?P<registered>\d+) workers alive, (?P<dead>\d+) dead"
-    rb"|(?P<workers>\d+) workers)(?:[;.] items=" + _NUM + rb")?",
+    _EXEC + rb"\[" + _STAGE + rb"\] " + _COUNTS,
     b"complete, ",
     b" complete, ",
 )
@@ -188,21 +191,17 @@ PIPELINE = Message(
 STRANDED = "Shard {shard} requeued but no live worker remains ({alive}/{registered} workers alive)"  # reference only
 
 # -- worker --------------------------------------------------------------------------------
+_WORKER = rb"\[(?P<worker>[^\]\n]+)\] "
+_EXECUTING = rb"Executing stage (?P<stage>\S+(?: \S+)*?) shard (?P<shard>\d+) \(attempt (?P<attempt>\d+)\)"
+_DONE = rb"Shard (?P<shard>\d+) done in (?P<secs>[\d.]+)s"
 EXECUTING = Message(
     "executing",
     "[{worker}] Executing stage {stage} shard {shard} (attempt {attempt})",
-    rb"\[(?P<worker>[^\]\n]+)\] Executing stage (?P<stage>\S+(?: \S+)*?) shard (?P<shard>\d+) "
-    rb"\(attempt (?P<attempt>\d+)\)",
+    _WORKER + _EXECUTING,
     b"Executing stage ",
     b"Executing stage",
 )
-SHARD_DONE = Message(
-    "done",
-    "[{worker}] Shard {shard} done in {secs:.2f}s",
-    rb"\[(?P<worker>[^\]\n]+)\] Shard (?P<shard>\d+) done in (?P<secs>[\d.]+)s",
-    b"Shard ",
-    b" done in ",
-)
+SHARD_DONE = Message("done", "[{worker}] Shard {shard} done in {secs:.2f}s", _WORKER + _DONE, b"Shard ", b" done in ")
 WORKER_ERROR = Message(
     "worker_error",
     "Worker {worker} error on shard {shard}",
@@ -273,6 +272,27 @@ MESSAGES: tuple[Message, ...] = (
     WORKER_GROUP,
 )
 
+
+def _prefixed(pattern: bytes, prefix: bytes) -> bytes:
+    """`pattern` with its group names prefixed (one regex may then hold several messages)."""
+    return re.sub(rb"\(\?P<(\w+)>", lambda m: b"(?P<" + prefix + m.group(1) + b">", pattern)
+
+
+# The three lines a long job writes for every shard (STATUS, EXECUTING, SHARD_DONE) after Python
+# logging's prefix, as one pattern that a chunk of text is split by (sources/denseparse.py). It
+# starts at the newline before the line and takes the whole line. `first` is the worker of an
+# Executing / done line, a status line's exec (then `second` is its stage) or its stage.
+DENSE_PATTERN = (
+    rb"\n(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d\d\d) [A-Z]+ [\w.\-]+: \[(?P<first>[^\]\n]+)\] (?:"
+    + _prefixed(_EXECUTING, b"e_")
+    + b"|"
+    + _prefixed(_DONE, b"d_")
+    + rb"|(?:\[(?P<second>[^\]\n]+)\] )?"
+    + _prefixed(_COUNTS, b"s_")
+    + rb")[^\n]*"
+)
+
+
 # -- fatal_error texts and subprocess-runner errors ------------------------------------------
 FATAL_TASK = "Shard {shard} failed {n} times (max {max}), last failure on worker {worker}.\nLast error:\n{error}"
 FATAL_INFRA = (
@@ -335,6 +355,11 @@ def set_timezone(name: str | None) -> None:
             raise ValueError(f"unknown time zone {name!r}") from exc
     _zone = None if not name or name.upper() == "UTC" else name
     naive_epoch.cache_clear()
+
+
+def zone() -> str | None:
+    """The zone naive prefix times are read in (None: UTC)."""
+    return _zone
 
 
 @lru_cache(maxsize=8192)

@@ -11,6 +11,8 @@ import math
 from array import array
 from collections import deque
 
+import numpy as np
+
 from zephyr_debug.model import STATUS_COLUMNS
 
 STATUS_ROWS_PER_STAGE = 2_000  # binned (unpinned) rows kept per stage; render/report.py draws 1,500
@@ -176,7 +178,6 @@ class StatusSeries:
     def frame(self, columns: list[str]):
         """The kept rows as a DataFrame of `columns`, ordered by time (stable); integer columns
         without a gap as int64."""
-        import numpy as np
         import pandas as pd
 
         self._commit()
@@ -347,6 +348,87 @@ class AttemptTable:
         row.update(**fields)
         return row
 
+    def row_of(self, key: tuple) -> int:
+        """The row number of an attempt that exists."""
+        i = self._find(key)
+        if i < 0:
+            raise KeyError(key)
+        return i
+
+    def key_of(self, i: int) -> tuple:
+        return (self.names["stage"][self.codes["stage"][i]], self.shard[i], self.attempt[i])
+
+    def heads(self, names: list[str], stage, shards):
+        """Per (stage, shard) (`stage`: codes into `names`): the row of the shard's newest attempt, -1 when none."""
+
+        out = np.full(len(shards), -1, np.int64)
+        for code in np.unique(stage).tolist():
+            c = self._code["stage"].get(names[code])
+            if c is None:
+                continue
+            mine = np.flatnonzero(stage == code)
+            slots = np.frombuffer(self.newest.get(c, array("q")), dtype=np.int64)
+            k = shards[mine]
+            inside = (k >= 0) & (k < len(slots))
+            out[mine[inside]] = slots[k[inside]]
+            for m in mine[~inside].tolist():
+                out[m] = self.sparse.get((c, int(shards[m])), -1)
+        return out
+
+    def can_add_many(self, names: list[str], stage, shards) -> bool:
+        """Whether `add_many` keeps each of these shards in its stage's slot array (as `add` would)."""
+        for code in np.unique(stage).tolist() if len(stage) else []:
+            c = self._code["stage"].get(names[code])
+            top = 65_536 + 2 * (len(self.newest[c]) if c is not None and c in self.newest else 0)
+            k = shards[stage == code]
+            if k.min() < 0 or k.max() >= top:
+                return False
+        return True
+
+    def add_many(self, names: list[str], stage, shards, attempts, workers, start_ts, outcome: str):
+        """New attempts of distinct (stage, shard)s, each its shard's newest (`stage`, `workers`:
+        codes into `names`); returns their rows."""
+        n, base = len(shards), len(self.shard)
+        heads = self.heads(names, stage, shards)
+        codes = {k: self.code("stage", names[k]) for k in np.unique(stage).tolist()}
+        table = np.zeros(len(names), np.int32)
+        for k, c in codes.items():
+            table[k] = c
+        stage_codes = table[stage]
+        for k in np.unique(workers).tolist():
+            table[k] = self.code("worker", names[k])
+        self.codes["stage"].frombytes(stage_codes.tobytes())
+        self.codes["worker"].frombytes(table[workers].astype(np.int32).tobytes())
+        self.codes["outcome"].frombytes(np.full(n, self.code("outcome", outcome), np.int32).tobytes())
+        self.floats["start_ts"].frombytes(np.asarray(start_ts, dtype=float).tobytes())
+        for col in ("end_ts", "elapsed_s"):
+            self.floats[col].frombytes(np.full(n, NAN).tobytes())
+        self.shard.frombytes(np.asarray(shards, dtype=np.int64).tobytes())
+        self.attempt.frombytes(np.asarray(attempts, dtype=np.int64).tobytes())
+        self.prev.frombytes(heads.tobytes())
+        rows = np.arange(base, base + n)
+        for c in codes.values():
+            slots = self.newest.setdefault(c, array("q"))
+            mine = np.flatnonzero(stage_codes == c)
+            top = int(shards[mine].max()) + 1
+            if top > len(slots):
+                slots.extend([-1] * (top - len(slots)))
+            view = np.frombuffer(slots, dtype=np.int64)
+            view[shards[mine]] = rows[mine]
+            del view
+        return rows
+
+    def close_many(self, rows, end_ts, elapsed_s, outcome: str) -> None:
+        """Ends attempts: end time, duration, outcome; a start time where none was known (end - duration)."""
+        end = np.frombuffer(self.floats["end_ts"], dtype=float)
+        elapsed = np.frombuffer(self.floats["elapsed_s"], dtype=float)
+        start = np.frombuffer(self.floats["start_ts"], dtype=float)
+        codes = np.frombuffer(self.codes["outcome"], dtype=np.int32)
+        end[rows], elapsed[rows], codes[rows] = end_ts, elapsed_s, self.code("outcome", outcome)
+        unknown = rows[np.isnan(start[rows])]
+        start[unknown] = end[unknown] - elapsed[unknown]
+        del end, elapsed, start, codes
+
     def shards(self) -> list[tuple[str, int]]:
         """(stage, shard) of every shard with an attempt, sorted."""
         names = self.names["stage"]
@@ -355,7 +437,6 @@ class AttemptTable:
 
     def done_ends(self, stage: str):
         """Per shard of `stage` whose newest `done` attempt has an end time: that time (an array)."""
-        import numpy as np
 
         c = self._code["stage"].get(stage)
         done = self._code["outcome"].get("done")
@@ -371,7 +452,6 @@ class AttemptTable:
 
     def frame(self, columns: list[str]):
         """Every attempt, in the order added, as a DataFrame of `columns` (absent fields NaN)."""
-        import numpy as np
         import pandas as pd
 
         n = len(self.shard)

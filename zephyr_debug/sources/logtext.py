@@ -29,6 +29,8 @@ from pathlib import Path
 from zephyr_debug import zephyrlog
 from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import Evidence
+from zephyr_debug.sources import densefold, denseparse
+from zephyr_debug.sources.denseparse import DenseRows
 from zephyr_debug.sources.timeline import Timeline
 
 CHUNK_BYTES = 1 << 20  # small enough for the CPU cache: the regex pass and line look-ups stay hot
@@ -40,6 +42,11 @@ SPAM_SAMPLE_BYTES = 4 << 20
 SPAM_SHARE = 0.2
 BLOCK_BYTES = 256 << 10  # most text kept after an error line (traceback) or before it (dump)
 SNIFF_BYTES = 64 << 10
+DENSE_SHARE = 0.2  # a file whose first DENSE_SAMPLE_BYTES are this share status/Executing/done lines is read in bulk
+DENSE_SAMPLE_BYTES = 4 << 20
+DENSE_CHUNK_BYTES = 4 << 20  # text parsed per bulk split
+DENSE_RANGE_BYTES = 32 << 20  # a large dense file's share per scanning process task
+DENSE_WORDS = (b" complete, ", b"Executing stage ", b" done in ")  # what the bulk pattern's lines hold
 
 # Words that every event line carries after a space (zephyrlog's routing keywords). Common prefix " " -> fast C scan.
 KEYWORDS = list(dict.fromkeys(m.keyword for m in zephyrlog.MESSAGES))
@@ -219,6 +226,61 @@ def _python_scan(path: Path, size: int, processes: int | None) -> Iterator[tuple
             yield hits, [count]
 
 
+def dense_chunks(path: str, start: int, end: int, chunk_bytes: int = DENSE_CHUNK_BYTES) -> Iterator[DenseRows]:
+    """The lines that begin in [start, end) (line-aligned), parsed in bulk a chunk at a time."""
+    with open(path, "rb", buffering=0) as fh:
+        fd = fh.fileno()
+        read, pos, before = _reader(fd), start, 0
+        while pos < end:
+            buf = os.pread(fd, min(chunk_bytes, end - pos), pos)
+            if not buf:
+                break
+            if pos + len(buf) < end:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:  # a line longer than the chunk
+                    chunk_bytes *= 2
+                    continue
+                buf = buf[:cut]
+            rows = denseparse.parse(buf, pos, before, _hits, read)
+            before += rows.lines
+            pos += len(buf)
+            yield rows
+
+
+def dense_range(path: str, start: int, end: int) -> list[DenseRows]:
+    """Every chunk of `dense_chunks` (a scanning process's task)."""
+    return list(dense_chunks(path, start, end))
+
+
+def _is_dense(path: Path) -> bool:
+    """Whether the file's first lines are mostly status / Executing / done lines."""
+    with open(path, "rb") as fh:
+        head = fh.read(DENSE_SAMPLE_BYTES)
+    return sum(head.count(w) for w in DENSE_WORDS) >= DENSE_SHARE * max(head.count(b"\n"), 1)
+
+
+def _dense_scan(path: Path, size: int) -> Iterator[DenseRows]:
+    """Bulk-parsed chunks in file order, with each chunk's line numbers counted from the file's
+    start; a large file is parsed in ranges by several processes, a few ranges ahead of the fold."""
+    procs = min(os.cpu_count() or 1, MAX_PROCESSES) if size >= PARALLEL_MIN_BYTES else 1
+    if procs < 2:
+        yield from dense_chunks(str(path), 0, size)
+        return
+    jobs = deque((str(path), a, b) for a, b in _ranges(path, max(procs, -(-size // DENSE_RANGE_BYTES))))
+    base = 0
+    with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("fork")) as pool:
+        ahead = deque(pool.submit(dense_range, *jobs.popleft()) for _ in range(min(2 * procs, len(jobs))))
+        while ahead:
+            chunks = ahead.popleft().result()
+            if jobs:
+                ahead.append(pool.submit(dense_range, *jobs.popleft()))
+            for rows in chunks:
+                rows.line += base
+                rows.slow = [(o, before + base, *rest) for o, before, *rest in rows.slow]
+                yield rows
+            base += sum(rows.lines for rows in chunks)
+
+
 class LogScanner:
     """Feeds one Timeline from log text: a file (in parallel ranges when large), or records."""
 
@@ -233,13 +295,31 @@ class LogScanner:
     def scan_file(self, path: Path, processes: int | None = None) -> None:
         """Large files go to grep when there is one (`processes` forces the Python scan)."""
         size = path.stat().st_size
-        if not (processes is None and size >= GREP_MIN_BYTES and self._grep(path)):
+        if self.dense and processes is None and _is_dense(path):
+            self._dense(path, size)
+        elif not (processes is None and size >= GREP_MIN_BYTES and self._grep(path)):
             base = 0
             for hits, lines in _python_scan(path, size, processes):
                 for offset, before, kw, line, block in hits:
                     self._line(line, kw, base + before + 1, block, offset)
                 base += lines[0]
         self._spam(path, size)
+
+    def _dense(self, path: Path, size: int) -> None:
+        """Folds bulk-parsed chunks: each run of dense rows, then the event line after it."""
+        source = self.source
+        for rows in _dense_scan(path, size):
+            lo = 0
+            for (offset, before, kw, line, block), at in zip(rows.slow, rows.slow_at.tolist(), strict=True):
+                self._fold(rows, lo, at, source)
+                lo = at
+                self._line(line, kw, before + 1, block, offset)
+            self._fold(rows, lo, len(rows), source)
+
+    def _fold(self, rows: DenseRows, lo: int, hi: int, source: str) -> None:
+        if hi > lo:
+            densefold.fold(self.tl, rows, lo, hi, source)
+            self.last_ts, self.day = float(rows.ts[hi - 1]), float(rows.day[hi - 1])
 
     def _grep(self, path: Path) -> bool:
         """Folds grep's hits as they come; False when grep could not run (nothing folded)."""

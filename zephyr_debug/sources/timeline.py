@@ -63,28 +63,35 @@ class Timeline:
 
     # -- events --------------------------------------------------------------------------
     def event(self, name: str, ts: float | None, g: dict, source: str, line: int | None, block: str | None) -> None:
-        self.events += 1
-        self.source_now = source
-        if ts is not None and (self.last_ts is None or ts > self.last_ts):
-            self.last_ts = ts
+        self.seen(ts, source)
         handler = self.handlers.get(name)
         if handler is None:
             handler = self.handlers[name] = getattr(self, "on_" + name)
         handler(ts, g, source, line, block)
 
+    def seen(self, ts: float | None, source: str) -> None:
+        """Any event line: counted, its source and time noted."""
+        self.events += 1
+        self.source_now = source
+        if ts is not None and (self.last_ts is None or ts > self.last_ts):
+            self.last_ts = ts
+
     def on_status(self, ts, g, *_):
-        stage = g["stage"]
-        if "exec" in g:
-            self.job = g["exec"]
         row = {col: int(g[key]) if key in g else None for col, key in STATUS_FIELDS}
         if row["registered"] is None and "workers" in g:  # older form: `…, 488 workers`
             row["registered"] = int(g["workers"])
+        self.status_line(ts, g["stage"], g.get("exec"), row, human_number(g.get("items")))
+
+    def status_line(self, ts, stage: str, exec_: str | None, row: dict, items: float | None) -> None:
+        """A status line: `row` holds its STATUS_FIELDS columns (None where it has none)."""
+        if exec_ is not None:
+            self.job = exec_
         self._stage(stage, row["total"] or 0)
-        self._fact("status_exec", ts, g.get("exec"), row["alive"], runs=True)
+        self._fact("status_exec", ts, exec_, row["alive"], runs=True)
         last = self.status[-1] if self.status else None
         if last is not None and last["stage"] == stage and row["completed"] > last["completed"] and ts is not None:
             self.progress = max(self.progress or ts, ts)  # completions a coordinator-only log shows no other way
-        self.status.append({"ts": ts, "stage": stage, "retries": None, "items": human_number(g.get("items")), **row})
+        self.status.append({"ts": ts, "stage": stage, "retries": None, "items": items, **row})
 
     def on_tasks_completed(self, ts, g, *_):
         stage, completed, total = g["stage"], int(g["completed"]), int(g["total"])
@@ -106,7 +113,9 @@ class Timeline:
         self.progress = ts
 
     def on_executing(self, ts, g, *_):
-        worker, stage, shard, attempt = g["worker"], g["stage"], int(g["shard"]), int(g["attempt"])
+        self.executing(ts, g["worker"], g["stage"], int(g["shard"]), int(g["attempt"]))
+
+    def executing(self, ts, worker: str, stage: str, shard: int, attempt: int) -> None:
         self._stage(stage, 0)
         key = (stage, shard, attempt)
         row = self.attempts.get(key) or self._add(key)
@@ -115,7 +124,9 @@ class Timeline:
         self._worker(worker, ts, state="busy", shard=shard)
 
     def on_done(self, ts, g, *_):
-        worker, shard, secs = g["worker"], int(g["shard"]), float(g["secs"])
+        self.done(ts, g["worker"], int(g["shard"]), float(g["secs"]))
+
+    def done(self, ts, worker: str, shard: int, secs: float) -> None:
         row = self._attempt(worker, shard, ts)
         row.update(end_ts=ts, elapsed_s=secs, outcome="done")
         if row.get("start_ts") is None and ts is not None:

@@ -1,0 +1,223 @@
+"""Bulk parse of the lines a long job writes for every shard (status, Executing, done).
+
+A chunk of log text is split by `zephyrlog.DENSE_PATTERN` in one C pass: the groups of each
+such line become numpy columns (`DenseRows`), and the text between them (every other line) is
+searched for event lines as before (`logtext._hits`). A line the bulk parse cannot read exactly as
+the per-line reader would (a date that is not one, an integer too long for int64, a duration that
+is not a number) goes with the other lines, so nothing is read differently, only faster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import repeat
+from operator import is_not
+
+import numpy as np
+
+from zephyr_debug import zephyrlog
+
+DENSE_RE = re.compile(zephyrlog.DENSE_PATTERN)
+SLOTS = DENSE_RE.groups + 1  # re.split yields the text before each match, then its groups
+G = DENSE_RE.groupindex
+STATUS, EXECUTING, DONE = 0, 1, 2
+# Integer columns <- (the pattern's group, the rows that all hold it; None: look).
+INTS = {
+    "e_shard": ("e_shard", "executing"),
+    "d_shard": ("d_shard", "done"),
+    "attempt": ("e_attempt", "executing"),
+    "completed": ("s_completed", "status"),
+    "total": ("s_total", "status"),
+    "in_flight": ("s_in_flight", "status"),
+    "queued": ("s_queued", "status"),
+    "alive": ("s_alive", None),
+    "registered": ("s_registered", None),
+    "dead": ("s_dead", None),
+    "workers": ("s_workers", None),
+}
+MAX_DIGITS = 18  # longer integers overflow int64: such a line is read per line
+
+Hit = tuple  # logtext's (file offset, newlines before it, keyword, line bytes, block bytes | None)
+
+
+@dataclass
+class DenseRows:
+    """One chunk's dense lines in order, as columns, and its other event lines (`slow`)."""
+
+    kind: np.ndarray  # STATUS / EXECUTING / DONE
+    ts: np.ndarray  # epoch seconds
+    day: np.ndarray  # epoch of the line's date at 00:00 (the per-line reader's `day`)
+    line: np.ndarray  # newlines before the line in its range
+    worker: np.ndarray  # codes into `words` (-1: none)
+    stage: np.ndarray
+    exec: np.ndarray
+    ints: dict[str, np.ndarray]  # -1: the line has no such count
+    secs: np.ndarray  # a done line's duration
+    items: np.ndarray  # a status line's items= (NaN: none)
+    words: list[str]
+    slow: list[Hit] = field(default_factory=list)  # other event lines, in order
+    slow_at: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # dense rows before each
+    lines: int = 0  # newlines in the chunk
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+def parse(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> DenseRows:
+    """The lines of `buf` (whole lines at file offset `pos`, after `before` newlines of its range).
+    `hits(text, cut, pos, read, [before])` finds the event lines of the text between dense ones."""
+    text = b"\n" + (buf[:-1] if buf.endswith(b"\n") else buf)
+    parts = DENSE_RE.split(text)
+    n = (len(parts) - 1) // SLOTS
+    starts = np.flatnonzero(np.frombuffer(text, np.uint8) == 10)  # text offset of each line's "\n"
+    between = parts[0::SLOTS]
+    gaps = [i for i, p in enumerate(between) if p]
+    newlines = np.zeros(n + 1, np.int64)
+    newlines[gaps] = [between[i].count(b"\n") for i in gaps]
+    lines_before = np.arange(n + 1) + np.cumsum(newlines) - newlines  # lines before each gap
+    line = lines_before[:n] + newlines[:n]
+
+    def group(name: str) -> list:
+        return parts[G[name] :: SLOTS]
+
+    def has(name: str) -> np.ndarray:
+        return np.fromiter(map(is_not, group(name), repeat(None)), bool, n)
+
+    kind = np.full(n, STATUS, np.int8)
+    executing, done = has("e_shard"), has("d_shard")
+    kind[executing], kind[done] = EXECUTING, DONE
+    status = kind == STATUS
+    ts, day, ok = _times(group("ts"))
+    ints = {name: np.full(n, -1, np.int64) for name in INTS}
+    for name, (g, where) in INTS.items():
+        rows = {"status": status, "executing": executing, "done": done}.get(where or "")
+        mask = has(g) if rows is None else rows
+        ints[name][mask], good = _ints(list(filter(None, group(g))))
+        ok[mask] &= good
+    ints["shard"] = np.maximum(ints.pop("e_shard"), ints.pop("d_shard"))
+    secs = np.full(n, np.nan)
+    secs[done], good = _decimals(list(filter(None, group("d_secs"))))
+    ok[done] &= good
+    words: dict = {None: -1}
+    first, second, e_stage = (_codes(group(g), words) for g in ("first", "second", "e_stage"))
+    worker = np.where(status, -1, first)
+    stage = np.where(status, np.where(second >= 0, second, first), e_stage)
+    exec_ = np.where(status & (second >= 0), first, -1)
+    items = np.full(n, np.nan)
+    items[has("s_items")] = _items(list(filter(None, group("s_items"))))
+
+    slow: list[Hit] = []
+    for i in gaps:
+        piece = between[i][1:] + b"\n"
+        slow.extend(hits(piece, len(piece), pos + int(starts[lines_before[i]]), read, [before + int(lines_before[i])]))
+    for j in np.flatnonzero(~ok):  # lines read per line after all
+        k = int(line[j])
+        end = int(starts[k + 1]) if k + 1 < len(starts) else len(text)
+        piece = text[int(starts[k]) + 1 : end] + b"\n"
+        slow.extend(hits(piece, len(piece), pos + int(starts[k]), read, [before + k]))
+    slow.sort(key=lambda h: h[1])
+    keep = np.flatnonzero(ok)
+    rows = DenseRows(
+        kind=kind[keep],
+        ts=ts[keep],
+        day=day[keep],
+        line=line[keep] + before,
+        worker=worker[keep],
+        stage=stage[keep],
+        exec=exec_[keep],
+        ints={k: v[keep] for k, v in ints.items()},
+        secs=secs[keep],
+        items=items[keep],
+        words=[w.decode("utf-8", "replace") for w in words if w is not None],
+        slow=slow,
+        lines=len(starts) if buf.endswith(b"\n") else len(starts) - 1,
+    )
+    rows.slow_at = np.searchsorted(rows.line, np.array([h[1] for h in slow], np.int64))
+    return rows
+
+
+def _matrix(values: list[bytes]) -> np.ndarray:
+    """The byte strings as rows of a zero-padded uint8 matrix."""
+    s = np.array(values, dtype=bytes) if values else np.empty(0, "S1")
+    return s.view(np.uint8).reshape(len(values), s.dtype.itemsize)
+
+
+def _ints(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """(value; True where int64 holds it) of `\\d+` groups."""
+    u = _matrix(values)
+    good = (u[:, MAX_DIGITS:] == 0).all(axis=1)
+    v = np.zeros(len(values), np.int64)
+    for c in range(min(u.shape[1], MAX_DIGITS)):
+        b = u[:, c].astype(np.int64)
+        v = np.where(b != 0, v * 10 + (b - 48), v)
+    return v, good
+
+
+def _decimals(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """(value; True where float() reads it) of `[\\d.]+` groups."""
+    u = _matrix(values)
+    dot = u == 46
+    digits = ((u != 0) & ~dot).sum(axis=1)
+    good = (dot.sum(axis=1) <= 1) & (digits >= 1) & (digits <= MAX_DIGITS)
+    mantissa = np.zeros(len(values), np.int64)
+    after = np.zeros(len(values), np.int64)
+    seen = np.zeros(len(values), bool)
+    for c in range(u.shape[1]):
+        b = u[:, c].astype(np.int64)
+        digit = (b != 0) & (b != 46)
+        mantissa = np.where(digit, mantissa * 10 + (b - 48), mantissa)
+        after += digit & seen
+        seen |= b == 46
+    return mantissa / np.power(10.0, after), good
+
+
+def _times(values: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(epoch, day, valid) of `YYYY-MM-DD hh:mm:ss,mmm` groups, read as zephyrlog.naive_epoch does."""
+    n = len(values)
+    if not n:
+        return np.empty(0), np.empty(0), np.empty(0, bool)
+    s = np.array(values, dtype="S23")
+    u = np.frombuffer(s.tobytes(), np.uint8).reshape(n, 23).astype(np.int64) - 48
+
+    def two(i: int) -> np.ndarray:
+        return u[:, i] * 10 + u[:, i + 1]
+
+    h, m, sec = two(11), two(14), two(17)
+    sod = h * 3600 + m * 60 + sec
+    ms = u[:, 20] * 100 + u[:, 21] * 10 + u[:, 22]
+    ok = (h < 24) & (m < 60) & (sec < 60)
+    if zephyrlog.zone() is None:  # UTC: the date's midnight plus the clock
+        dates = np.ascontiguousarray(s.view(np.uint8).reshape(n, 23)[:, :10]).view("S10").ravel()
+        uniq, inv = np.unique(dates, return_inverse=True)
+        mid = np.array([_epoch(d, b"00:00:00") for d in uniq])[inv]
+        secs = mid + sod
+    else:
+        keys = np.ascontiguousarray(s.view(np.uint8).reshape(n, 23)[:, :19]).view("S19").ravel()
+        uniq, inv = np.unique(keys, return_inverse=True)
+        secs = np.array([_epoch(k[:10], k[11:19]) for k in uniq])[inv]
+    ok &= ~np.isnan(secs)
+    return secs + ms / 1000, secs - sod, ok
+
+
+def _epoch(date: bytes, clock: bytes) -> float:
+    value = zephyrlog.naive_epoch(date.decode(), clock.decode())
+    return np.nan if value is None else value
+
+
+def _codes(values: list, words: dict) -> np.ndarray:
+    """Codes of byte strings into `words` (added as first seen; None is -1)."""
+    for v in dict.fromkeys(values):
+        if v not in words:
+            words[v] = len(words) - 1
+    return np.fromiter(map(words.__getitem__, values), np.int32, len(values))
+
+
+def _items(values: list[bytes]) -> np.ndarray:
+    """items= counts as zephyrlog.human_number reads them (NaN: not a number)."""
+    cache: dict[bytes, float] = {}
+    for v in dict.fromkeys(values):
+        r = zephyrlog.human_number(v.decode("utf-8", "replace"))
+        cache[v] = np.nan if r is None else r
+    return np.fromiter(map(cache.__getitem__, values), float, len(values))
