@@ -408,10 +408,13 @@ def cliffs(ev: Evidence, steps: Steps, rules: Rules = Rules()) -> list[Finding]:
     ).dropna()
     out = []
     for stage, rows in st.sort_values("ts", kind="stable").groupby("stage", sort=False):
+        rows = rows[(rows["queue"] > 0) & (rows["in_flight"] > 0)]  # the tail left out
+        # items= is printed to 3 significant digits: between two lines it mostly does not move,
+        # then jumps. Rates are taken between the lines where it changed.
+        rows = rows[rows["items"].diff().fillna(1) != 0]
         rate = rows["items"].diff() / rows["ts"].diff()
         busy = (rows["in_flight"] + rows["in_flight"].shift()) / 2
-        per = (rate / busy)[(rows["queue"] > 0) & (rows["queue"].shift() > 0) & (busy > 0) & (rate >= 0)]
-        per = per.dropna()
+        per = (rate / busy)[(rate >= 0) & (busy > 0)].dropna()
         third = len(per) // 3
         if third < rules.cliff_points:
             continue

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import deque
 
 import numpy as np
 
@@ -23,8 +22,13 @@ NAN = math.nan
 _TS, _DONE, _TOTAL, _FLIGHT, _QUEUE, _RETRIES, _ALIVE, _REG, _DEAD, _ITEMS = range(len(STATUS_VALUES))
 
 
-def _nan(value) -> float:
-    return NAN if value is None else value
+BLOCK_ROWS = 4_096  # status rows buffered before they are compressed (at once, per stage)
+_COUNTS = [_TOTAL, _ALIVE, _REG, _DEAD]
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise equality in which NaN (no value) equals NaN."""
+    return (a == b) | (np.isnan(a) & np.isnan(b))
 
 
 class _StageRows:
@@ -33,122 +37,114 @@ class _StageRows:
     Pinned: the stage's first row; a change of total, retries, alive, registered or dead; the
     tail starting or ending (queue empty with shards in flight); completed or in_flight changing
     while the queue is empty; each end of a run of equal rows (equal items= while the queue is
-    empty); and the row before each of these. The newest RECENT_ROWS rows are kept whole."""
+    empty, equal counts otherwise); and the row before each of these. The newest RECENT_ROWS
+    rows are kept whole. The rest is binned by time, at most STATUS_ROWS_PER_STAGE rows (the bin
+    width doubles as the stage grows; each run of rows in one bin keeps its newest)."""
 
     def __init__(self, name: str):
         self.name = name
-        self.recent: deque[list] = deque()  # [values, pinned, seq], newest last
-        self.pinned = [array("d") for _ in STATUS_VALUES] + [array("q")]  # + arrival number
-        self.binned = [array("d") for _ in STATUS_VALUES] + [array("q")]
+        width = len(STATUS_VALUES)
+        self.recent = (np.empty((0, width)), np.empty(0, bool), np.empty(0, np.int64))  # values, pinned, seq
+        self.pinned: list[tuple[np.ndarray, np.ndarray]] = []  # (values, seq) pieces
+        self.binned = (np.empty((0, width)), np.empty(0, np.int64))
         self.t0: float | None = None
         self.width = 0.0  # bin width in seconds; 0 = every row kept so far
-        self.last_bin: float | None = None
-        self.candidate: tuple | None = None  # (values, seq) of the open bin's newest row, not yet written
-        self.prev: tuple | None = None
-        self.prev_key: tuple | None = None
-        self.prev_tail = False
         self.prev_same = False
-        self.retries = None  # the last retries count seen (lines without one in between)
+        self.retries = NAN  # the last retries count seen
 
-    def add(self, v: tuple, seq: int) -> None:
-        """`v`: one row's STATUS_VALUES (None where the line has no such count)."""
-        p, recent = self.prev, self.recent
-        queue = v[_QUEUE]
-        tail = queue == 0 and (v[_FLIGHT] or 0) > 0
-        key = v[_ITEMS] if queue == 0 else v[_DONE:_RETRIES] + v[_ALIVE:]
-        pinned = p is None
-        if p is not None:
-            counts, before = (v[_TOTAL], v[_ALIVE], v[_REG], v[_DEAD]), (p[_TOTAL], p[_ALIVE], p[_REG], p[_DEAD])
-            change = (
-                tail != self.prev_tail
-                or (queue == 0 and (v[_DONE] != p[_DONE] or v[_FLIGHT] != p[_FLIGHT]))
-                or (
-                    counts != before
-                    and any(a != b and a is not None and b is not None for a, b in zip(counts, before, strict=True))
-                )
-                or (v[_RETRIES] is not None and self.retries is not None and v[_RETRIES] != self.retries)
+    def add(self, v: np.ndarray, seq: np.ndarray) -> None:
+        """Rows `v` (STATUS_VALUES columns, NaN = none) arriving in order, numbered `seq`."""
+        old_v, old_pin, old_seq = self.recent
+        allv = np.concatenate((old_v, v))
+        pin = np.concatenate((old_pin, np.zeros(len(v), bool)))
+        k0 = len(old_v)  # the first new row
+        queue, flight = allv[:, _QUEUE], allv[:, _FLIGHT]
+        empty = queue == 0
+        tail = empty & (np.nan_to_num(flight) > 0)
+        rows = np.arange(max(k0, 1), len(allv))  # new rows with a row before them
+        if k0 == 0:
+            pin[0] = True  # the stage's first row
+        p = rows - 1
+        counts_differ = np.zeros(len(rows), bool)
+        for c in _COUNTS:
+            a, b = allv[rows, c], allv[p, c]
+            counts_differ |= (a != b) & ~np.isnan(a) & ~np.isnan(b)
+        retries = allv[:, _RETRIES]
+        known = np.where(~np.isnan(retries), np.arange(len(allv)), -1)
+        last_known = np.maximum.accumulate(known)  # per row: the newest row with a retries count
+        before = np.where(last_known[p] >= 0, retries[np.maximum(last_known[p], 0)], self.retries)
+        change = (
+            (tail[rows] != tail[p])
+            | (
+                empty[rows]
+                & (~_same(allv[rows, _DONE], allv[p, _DONE]) | ~_same(allv[rows, _FLIGHT], allv[p, _FLIGHT]))
             )
-            same = key == self.prev_key
-            if change or same != self.prev_same:
-                recent[-1][1] = True  # the row before a change, or the last/first of a run of equal rows
-            pinned = change
-            self.prev_same = same
-        if v[_RETRIES] is not None:
-            self.retries = v[_RETRIES]
-        self.prev, self.prev_key, self.prev_tail = v, key, tail
-        recent.append([v, pinned, seq])
-        if len(recent) > RECENT_ROWS:
-            self._store(*recent.popleft())
+            | counts_differ
+            | (~np.isnan(retries[rows]) & ~np.isnan(before) & (retries[rows] != before))
+        )
+        both_empty, neither = empty[rows] & empty[p], ~empty[rows] & ~empty[p]
+        same = np.where(
+            both_empty,
+            _same(allv[rows, _ITEMS], allv[p, _ITEMS]),
+            neither & _same(allv[rows][:, _DONE:], allv[p][:, _DONE:]).all(axis=1) if len(rows) else neither,
+        )
+        if len(rows):
+            same_before = np.concatenate(([self.prev_same], same[:-1]))
+            pin[p] |= change | (same != same_before)  # the row before a change / each end of a run
+            pin[rows] |= change
+            self.prev_same = bool(same[-1])
+        seen = retries[~np.isnan(retries)]
+        if len(seen):
+            self.retries = float(seen[-1])
+        allseq = np.concatenate((old_seq, seq))
+        keep = max(len(allv) - RECENT_ROWS, 0)
+        self.recent = (allv[keep:], pin[keep:], allseq[keep:])
+        if keep:
+            self._store(allv[:keep], pin[:keep], allseq[:keep])
 
-    def _store(self, v: tuple, pinned: bool, seq: int) -> None:
-        ts = _nan(v[_TS])
+    def _store(self, v: np.ndarray, pinned: np.ndarray, seq: np.ndarray) -> None:
         if self.t0 is None:
-            self.t0 = ts
-        if pinned:
-            _append(self.pinned, v, seq)
-            return
+            self.t0 = float(v[0, _TS])
+        self.pinned.append((v[pinned], seq[pinned]))
+        bv, bseq = self.binned
+        bv, bseq = np.concatenate((bv, v[~pinned])), np.concatenate((bseq, seq[~pinned]))
         if self.width > 0:
-            b = self._bin(ts)
-            if b == self.last_bin and self.candidate is not None:
-                self.candidate = (v, seq)  # the newest row of its bin stands for it
-                return
-            self._flush()
-            self.last_bin, self.candidate = b, (v, seq)
-            return
-        _append(self.binned, v, seq)
-        if len(self.binned[-1]) > STATUS_ROWS_PER_STAGE:
-            self._coarsen(ts)
+            bv, bseq = self._dedupe(bv, bseq)
+        while len(bseq) > STATUS_ROWS_PER_STAGE:
+            ts = bv[:, _TS]
+            span = float(np.nanmax(ts) - self.t0) if (~np.isnan(ts)).any() and self.t0 == self.t0 else 0.0
+            self.width = max(self.width * 2, span / (STATUS_ROWS_PER_STAGE / 2), 1e-3)
+            bv, bseq = self._dedupe(bv, bseq)
+        self.binned = (bv, bseq)
 
-    def _flush(self) -> None:
-        """Writes the open bin's row."""
-        if self.candidate is not None:
-            _append(self.binned, *self.candidate)
-            self.candidate = None
-            if len(self.binned[-1]) > STATUS_ROWS_PER_STAGE:
-                self._coarsen(self.binned[0][-1])
+    def _dedupe(self, v: np.ndarray, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Keeps the newest row of each run of consecutive rows in one time bin."""
+        assert self.t0 is not None  # _store sets it first
+        bins = np.floor((v[:, _TS] - self.t0) / self.width)
+        bins[np.isnan(bins)] = np.inf
+        last = np.append(bins[1:] != bins[:-1], True)
+        return v[last], seq[last]
 
-    def _bin(self, ts: float) -> float:
-        assert self.t0 is not None  # _store sets it before any row is binned
-        return math.floor((ts - self.t0) / self.width) if ts == ts and self.t0 == self.t0 else math.inf
-
-    def _coarsen(self, ts: float) -> None:
-        """Doubles the bin width (or sets it from the span seen) and keeps each bin's newest row."""
-        assert self.t0 is not None  # _store sets it before any row is binned
-        span = ts - self.t0 if ts == ts and self.t0 == self.t0 else 0.0
-        self.width = max(self.width * 2, span / (STATUS_ROWS_PER_STAGE / 2), 1e-3)
-        old = self.binned
-        keep: list[int] = []
-        for k in range(len(old[-1])):
-            if keep and self._bin(old[0][keep[-1]]) == self._bin(old[0][k]):
-                keep[-1] = k
-            else:
-                keep.append(k)
-        self.binned = [array(col.typecode, (col[k] for k in keep)) for col in old]
-        self.last_bin = None
-
-    def columns(self) -> list[list]:
-        """Kept rows in arrival order: one list per STATUS_VALUES column, then the arrival numbers."""
-        self._flush()
-        rows = [list(zip(*cols, strict=True)) for cols in (self.pinned, self.binned)]
-        merged = sorted(rows[0] + rows[1], key=lambda r: r[-1])
-        merged += [(*(_nan(x) for x in v), seq) for v, _, seq in self.recent]
-        return [list(c) for c in zip(*merged, strict=True)] if merged else [[] for _ in range(len(STATUS_VALUES) + 1)]
-
-
-def _append(cols: list[array], v: tuple, seq: int) -> None:
-    for col, x in zip(cols, v, strict=False):
-        col.append(NAN if x is None else x)
-    cols[-1].append(seq)
+    def columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """Kept rows in arrival order: (values, arrival numbers)."""
+        parts = [*self.pinned, self.binned, (self.recent[0], self.recent[2])]
+        v = np.concatenate([p[0] for p in parts])
+        seq = np.concatenate([p[1] for p in parts])
+        order = np.argsort(seq, kind="stable")
+        return v[order], seq[order]
 
 
 class StatusSeries:
-    """The status rows of a log. `append(row)` and `[-1]` (the newest row, a dict the fold may
-    still amend, e.g. its retries) as a list's; rows are downsampled once a newer one arrives."""
+    """The status rows of a log. `append(row)` / `extend(...)` and `[-1]` (the newest row, a dict
+    the fold may still amend, e.g. its retries). Rows are buffered and compressed BLOCK_ROWS at a
+    time (before the next row arrives), at the same rows whichever way they came."""
 
     def __init__(self):
         self.stages: dict[str, _StageRows] = {}
         self.last: dict | None = None
-        self.pending = False  # the newest row is not in its stage's store yet
+        self.rows: list[tuple] = []  # appended rows not yet in `pieces`: (stage, *STATUS_VALUES)
+        self.pieces: list[tuple[np.ndarray, np.ndarray]] = []  # buffered (stage names, values)
+        self.buffered = 0
         self.seen = 0
 
     def __len__(self) -> int:
@@ -160,38 +156,86 @@ class StatusSeries:
         return self.last
 
     def append(self, row: dict) -> None:
-        self._commit()
-        self.last, self.pending = row, True
+        self._amend()
+        if self.buffered >= BLOCK_ROWS:
+            self._compress()
+        self.rows.append((row["stage"], *map(row.get, STATUS_VALUES)))
+        self.buffered += 1
         self.seen += 1
+        self.last = row
 
-    def _commit(self) -> None:
-        """Hands the newest row to its stage's store (once: it stays readable as [-1])."""
-        row = self.last
-        if row is None or not self.pending:
+    def extend(self, stages: np.ndarray, values: np.ndarray) -> None:
+        """Rows at once: `stages` (names, object array), `values` (STATUS_VALUES columns, NaN = none)."""
+        if not len(stages):
             return
-        rows = self.stages.get(row["stage"])
-        if rows is None:
-            rows = self.stages[row["stage"]] = _StageRows(row["stage"])
-        rows.add(tuple(map(row.get, STATUS_VALUES)), self.seen)
-        self.pending = False
+        self._amend()
+        done = 0
+        while done < len(stages):
+            if self.buffered >= BLOCK_ROWS:
+                self._compress()
+            take = min(len(stages) - done, BLOCK_ROWS - self.buffered)
+            self._rows_to_piece()
+            self.pieces.append((stages[done : done + take], values[done : done + take]))
+            self.buffered += take
+            done += take
+        self.seen += len(stages)
+        v = values[-1]
+        self.last = {"stage": stages[-1]} | {
+            c: (None if x != x else (float(x) if c in ("ts", "items") else int(x)))
+            for c, x in zip(STATUS_VALUES, v.tolist(), strict=True)
+        }
+
+    def _amend(self) -> None:
+        """The newest row's retries as the fold may have amended it."""
+        if self.last is None or self.last.get("retries") is None:
+            return
+        retries = float(self.last["retries"])
+        if self.rows:
+            self.rows[-1] = (*self.rows[-1][: 1 + _RETRIES], retries, *self.rows[-1][2 + _RETRIES :])
+        elif self.pieces:
+            self.pieces[-1][1][-1, _RETRIES] = retries
+
+    def _rows_to_piece(self) -> None:
+        if self.rows:
+            stage = np.array([r[0] for r in self.rows], dtype=object)
+            self.pieces.append((stage, np.array([r[1:] for r in self.rows], dtype=float)))
+            self.rows = []
+
+    def _compress(self) -> None:
+        """Hands the buffered rows to their stages' stores."""
+        self._rows_to_piece()
+        if not self.pieces:
+            return
+        stages = np.concatenate([p[0] for p in self.pieces])
+        values = np.concatenate([p[1] for p in self.pieces])
+        seq = np.arange(self.seen - self.buffered, self.seen)
+        self.pieces, self.buffered = [], 0
+        names, inverse = np.unique(stages, return_inverse=True)
+        for k in np.argsort([int(np.flatnonzero(inverse == k)[0]) for k in range(len(names))]):
+            mine = np.flatnonzero(inverse == k)
+            name = names[k]
+            rows = self.stages.get(name)
+            if rows is None:
+                rows = self.stages[name] = _StageRows(name)
+            rows.add(values[mine], seq[mine])
 
     def frame(self, columns: list[str]):
         """The kept rows as a DataFrame of `columns`, ordered by time (stable); integer columns
         without a gap as int64."""
         import pandas as pd
 
-        self._commit()
-        parts, names = [], []
-        for rows in self.stages.values():
-            cols = rows.columns()
-            parts.append(cols)
-            names.append(np.full(len(cols[0]), rows.name, dtype=object))
-        data = {
-            c: np.concatenate([np.asarray(p[k], dtype=float) for p in parts]) if parts else np.empty(0)
-            for k, c in enumerate(STATUS_VALUES)
-        }
-        seq = np.concatenate([np.asarray(p[-1], dtype=np.int64) for p in parts]) if parts else np.empty(0, int)
-        data["stage"] = np.concatenate(names) if names else np.empty(0, dtype=object)
+        self._amend()
+        self._compress()
+        parts = [(rows.name, *rows.columns()) for rows in self.stages.values()]
+        width = len(STATUS_VALUES)
+        values = np.concatenate([p[1] for p in parts]) if parts else np.empty((0, width))
+        seq = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, np.int64)
+        data = {c: values[:, k] for k, c in enumerate(STATUS_VALUES)}
+        data["stage"] = (
+            np.concatenate([np.full(len(p[2]), p[0], dtype=object) for p in parts])
+            if parts
+            else np.empty(0, dtype=object)
+        )
         order = np.lexsort((seq, data["ts"]))  # NaN times sort last, as sort_values puts them
         out = {}
         for c in columns:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zephyr_debug.sources.compact import STATUS_VALUES
 from zephyr_debug.sources.denseparse import DONE, EXECUTING, STATUS, DenseRows
 from zephyr_debug.sources.timeline import STATUS_FIELDS, Timeline
 
@@ -37,6 +38,22 @@ def _status_row(rows: DenseRows, j: int) -> dict:
     if row["registered"] is None and rows.ints["workers"][j] >= 0:  # older form: `…, 488 workers`
         row["registered"] = int(rows.ints["workers"][j])
     return row
+
+
+def _status_values(rows: DenseRows, idx: np.ndarray) -> np.ndarray:
+    """compact.STATUS_VALUES columns of status rows `idx` (NaN where a line has no such value)."""
+    out = np.full((len(idx), len(STATUS_VALUES)), np.nan)
+    for k, col in enumerate(STATUS_VALUES):
+        if col == "ts":
+            out[:, k] = rows.ts[idx]
+        elif col == "items":
+            out[:, k] = rows.items[idx]
+        elif col in _GROUP:
+            v = rows.ints[_GROUP[col]][idx]
+            if col == "registered":  # older form: `…, 488 workers`
+                v = np.where(v < 0, rows.ints["workers"][idx], v)
+            out[:, k] = np.where(v < 0, np.nan, v)
+    return out
 
 
 def _row(tl: Timeline, rows: DenseRows, j: int, source: str) -> None:
@@ -203,15 +220,5 @@ def _status(tl: Timeline, rows: DenseRows, lo: int, hi: int, st: np.ndarray, dn:
         if len(times):
             top = float(times.max())
             progress = top if progress is None else max(progress, top)
-        for j in idx:
-            items = float(rows.items[j])
-            tl.status.append(
-                {
-                    "ts": float(rows.ts[j]),
-                    "stage": rows.words[rows.stage[j]],
-                    "retries": None,
-                    "items": None if items != items else items,
-                    **_status_row(rows, j),
-                }
-            )
+        tl.status.extend(np.array(rows.words, dtype=object)[stage], _status_values(rows, idx))
     tl.progress = progress
