@@ -26,6 +26,14 @@ BLOCK_ROWS = 4_096  # status rows buffered before they are compressed (at once, 
 _COUNTS = [_TOTAL, _ALIVE, _REG, _DEAD]
 
 
+def distinct(codes: np.ndarray) -> list[int]:
+    """The distinct values of an integer array (most batches hold one stage: no sort then)."""
+    if not len(codes):
+        return []
+    first = int(codes[0])
+    return [first] if (codes == first).all() else np.unique(codes).tolist()
+
+
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Elementwise equality in which NaN (no value) equals NaN."""
     return (a == b) | (np.isnan(a) & np.isnan(b))
@@ -256,6 +264,21 @@ _CODED = ("stage", "worker", "outcome")
 _MISSING = object()
 
 
+def _strings(names: list[str], codes):
+    """A column of `names[code]` (-1: absent) as pandas' own string dtype builds it, by arrow
+    when that dtype is arrow's (a dictionary decoded at once, not a Python object per row)."""
+    import pandas as pd
+
+    dtype = pd.Series(["x"]).dtype
+    if dtype == np.dtype(object) or not len(codes):
+        return np.array(names + [NAN], dtype=object)[codes]
+    import pyarrow as pa
+
+    absent = codes < 0
+    strings = pa.DictionaryArray.from_arrays(pa.array(np.where(absent, 0, codes), mask=absent), pa.array(names))
+    return pd.array(strings.dictionary_decode(), dtype=dtype)
+
+
 class AttemptRow:
     """One attempt, read and written like the dict it stands for (absent keys read as missing)."""
 
@@ -406,7 +429,7 @@ class AttemptTable:
         """Per (stage, shard) (`stage`: codes into `names`): the row of the shard's newest attempt, -1 when none."""
 
         out = np.full(len(shards), -1, np.int64)
-        for code in np.unique(stage).tolist():
+        for code in distinct(stage):
             c = self._code["stage"].get(names[code])
             if c is None:
                 continue
@@ -421,7 +444,7 @@ class AttemptTable:
 
     def can_add_many(self, names: list[str], stage, shards) -> bool:
         """Whether `add_many` keeps each of these shards in its stage's slot array (as `add` would)."""
-        for code in np.unique(stage).tolist() if len(stage) else []:
+        for code in distinct(stage):
             c = self._code["stage"].get(names[code])
             top = 65_536 + 2 * (len(self.newest[c]) if c is not None and c in self.newest else 0)
             k = shards[stage == code]
@@ -429,17 +452,16 @@ class AttemptTable:
                 return False
         return True
 
-    def add_many(self, names: list[str], stage, shards, attempts, workers, start_ts, outcome: str):
+    def add_many(self, names: list[str], stage, shards, attempts, workers, start_ts, outcome: str, heads):
         """New attempts of distinct (stage, shard)s, each its shard's newest (`stage`, `workers`:
-        codes into `names`); returns their rows."""
+        codes into `names`; `heads`: what `heads` gives for them); returns their rows."""
         n, base = len(shards), len(self.shard)
-        heads = self.heads(names, stage, shards)
-        codes = {k: self.code("stage", names[k]) for k in np.unique(stage).tolist()}
+        codes = {k: self.code("stage", names[k]) for k in distinct(stage)}
         table = np.zeros(len(names), np.int32)
         for k, c in codes.items():
             table[k] = c
         stage_codes = table[stage]
-        for k in np.unique(workers).tolist():
+        for k in dict.fromkeys(workers.tolist()):
             table[k] = self.code("worker", names[k])
         self.codes["stage"].frombytes(stage_codes.tobytes())
         self.codes["worker"].frombytes(table[workers].astype(np.int32).tobytes())
@@ -473,11 +495,9 @@ class AttemptTable:
         start[unknown] = end[unknown] - elapsed[unknown]
         del end, elapsed, start, codes
 
-    def shards(self) -> list[tuple[str, int]]:
-        """(stage, shard) of every shard with an attempt, sorted."""
-        names = self.names["stage"]
-        out = {(names[s], k) for s, slots in self.newest.items() for k, i in enumerate(slots) if i >= 0}
-        return sorted(out | {(names[s], k) for s, k in self.sparse})
+    def rows_where(self, key: str, value) -> list[int]:
+        """Rows whose rare field `key` (error, kind, reason, ...) is `value`."""
+        return [i for i, d in self.extra.items() if d.get(key) == value]
 
     def done_ends(self, stage: str):
         """Per shard of `stage` whose newest `done` attempt has an end time: that time (an array)."""
@@ -505,8 +525,7 @@ class AttemptTable:
                 out[c] = np.frombuffer(self.floats[c], dtype=float).copy() if n else np.empty(0)
             elif c in self.codes:
                 codes = np.frombuffer(self.codes[c], dtype=np.int32) if n else np.empty(0, np.int32)
-                names = np.array(self.names[c] + [NAN], dtype=object)  # -1: absent
-                out[c] = names[codes]
+                out[c] = _strings(self.names[c], codes)
             elif c in ("shard", "attempt"):
                 out[c] = np.frombuffer(getattr(self, c), dtype=np.int64).copy() if n else np.empty(0, np.int64)
             else:

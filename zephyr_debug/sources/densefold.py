@@ -85,7 +85,8 @@ def _batch(tl: Timeline, rows: DenseRows, lo: int, hi: int, source: str) -> bool
         return False
     if not table.can_add_many(words, ex_stage, ex_shard):
         return False
-    for k in np.flatnonzero(table.heads(words, ex_stage, ex_shard) >= 0).tolist():
+    heads = table.heads(words, ex_stage, ex_shard)
+    for k in np.flatnonzero(heads >= 0).tolist():
         if (words[ex_stage[k]], int(ex_shard[k]), int(attempt[k])) in table:
             return False  # an attempt seen before: per line
     # -- done: each closes the attempt its worker runs ------------------------------------------
@@ -109,7 +110,7 @@ def _batch(tl: Timeline, rows: DenseRows, lo: int, hi: int, source: str) -> bool
     if tl.last_ts is None or top > tl.last_ts:
         tl.last_ts = top
     _stages(tl, rows, lo, hi, st)
-    new = table.add_many(words, ex_stage, ex_shard, attempt, worker[ex], ts[ex], "running")
+    new = table.add_many(words, ex_stage, ex_shard, attempt, worker[ex], ts[ex], "running", heads)
     row_of_ex = np.full(hi - lo, -1, np.int64)
     row_of_ex[ex] = new
     target = np.empty(len(dn), np.int64)

@@ -23,19 +23,19 @@ DENSE_RE = re.compile(zephyrlog.DENSE_PATTERN)
 SLOTS = DENSE_RE.groups + 1  # re.split yields the text before each match, then its groups
 G = DENSE_RE.groupindex
 STATUS, EXECUTING, DONE = 0, 1, 2
-# Integer columns <- (the pattern's group, the rows that all hold it; None: look).
+# Integer columns <- (the pattern's group, the kind of line that holds it).
 INTS = {
-    "e_shard": ("e_shard", "executing"),
-    "d_shard": ("d_shard", "done"),
-    "attempt": ("e_attempt", "executing"),
-    "completed": ("s_completed", "status"),
-    "total": ("s_total", "status"),
-    "in_flight": ("s_in_flight", "status"),
-    "queued": ("s_queued", "status"),
-    "alive": ("s_alive", None),
-    "registered": ("s_registered", None),
-    "dead": ("s_dead", None),
-    "workers": ("s_workers", None),
+    "e_shard": ("e_shard", EXECUTING),
+    "d_shard": ("d_shard", DONE),
+    "attempt": ("e_attempt", EXECUTING),
+    "completed": ("s_completed", STATUS),
+    "total": ("s_total", STATUS),
+    "in_flight": ("s_in_flight", STATUS),
+    "queued": ("s_queued", STATUS),
+    "alive": ("s_alive", STATUS),
+    "registered": ("s_registered", STATUS),
+    "dead": ("s_dead", STATUS),
+    "workers": ("s_workers", STATUS),
 }
 MAX_DIGITS = 18  # longer integers overflow int64: such a line is read per line
 
@@ -79,34 +79,41 @@ def parse(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> 
     lines_before = np.arange(n + 1) + np.cumsum(newlines) - newlines  # lines before each gap
     line = lines_before[:n] + newlines[:n]
 
-    def group(name: str) -> list:
-        return parts[G[name] :: SLOTS]
+    groups = {name: parts[i::SLOTS] for name, i in G.items()}
 
-    def has(name: str) -> np.ndarray:
-        return np.fromiter(map(is_not, group(name), repeat(None)), bool, n)
+    def present(name: str, rows: np.ndarray | None = None) -> tuple[np.ndarray, list[bytes]]:
+        """(which rows hold group `name`, its values): `rows` when as many values as rows."""
+        values = list(filter(None, groups[name]))
+        if rows is None or len(values) != np.count_nonzero(rows):
+            rows = np.fromiter(map(is_not, groups[name], repeat(None)), bool, n)
+        return rows, values
 
+    executing, _ = present("e_shard")
+    done, _ = present("d_shard")
     kind = np.full(n, STATUS, np.int8)
-    executing, done = has("e_shard"), has("d_shard")
     kind[executing], kind[done] = EXECUTING, DONE
-    status = kind == STATUS
-    ts, day, ok = _times(group("ts"))
+    rows_of = {STATUS: kind == STATUS, EXECUTING: executing, DONE: done}
+    ts, day, ok = _times(groups["ts"])
     ints = {name: np.full(n, -1, np.int64) for name in INTS}
     for name, (g, where) in INTS.items():
-        rows = {"status": status, "executing": executing, "done": done}.get(where or "")
-        mask = has(g) if rows is None else rows
-        ints[name][mask], good = _ints(list(filter(None, group(g))))
+        mask, values = present(g, rows_of[where])
+        ints[name][mask], good = _ints(values)
         ok[mask] &= good
     ints["shard"] = np.maximum(ints.pop("e_shard"), ints.pop("d_shard"))
     secs = np.full(n, np.nan)
-    secs[done], good = _decimals(list(filter(None, group("d_secs"))))
+    secs[done], good = _decimals(present("d_secs", done)[1])
     ok[done] &= good
     words: dict = {None: -1}
-    first, second, e_stage = (_codes(group(g), words) for g in ("first", "second", "e_stage"))
-    worker = np.where(status, -1, first)
-    stage = np.where(status, np.where(second >= 0, second, first), e_stage)
-    exec_ = np.where(status & (second >= 0), first, -1)
+    status = rows_of[STATUS]
+    first = _codes(groups["first"], words)
+    stage, exec_, worker = np.where(status, first, -1), np.full(n, -1, np.int32), np.where(status, -1, first)
+    mask, values = present("second", status)  # `[exec] [stage]`: first is the exec
+    stage[mask], exec_[mask] = _codes(values, words), first[mask]
+    mask, values = present("e_stage", executing)
+    stage[mask] = _codes(values, words)
     items = np.full(n, np.nan)
-    items[has("s_items")] = _items(list(filter(None, group("s_items"))))
+    mask, values = present("s_items", status)
+    items[mask] = _items(values)
 
     slow: list[Hit] = []
     for i in gaps:
@@ -190,8 +197,11 @@ def _times(values: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ok = (h < 24) & (m < 60) & (sec < 60)
     if zephyrlog.zone() is None:  # UTC: the date's midnight plus the clock
         dates = np.ascontiguousarray(s.view(np.uint8).reshape(n, 23)[:, :10]).view("S10").ravel()
-        uniq, inv = np.unique(dates, return_inverse=True)
-        mid = np.array([_epoch(d, b"00:00:00") for d in uniq])[inv]
+        if (dates == dates[0]).all():
+            mid = np.full(n, _epoch(dates[0], b"00:00:00"))
+        else:
+            uniq, inv = np.unique(dates, return_inverse=True)
+            mid = np.array([_epoch(d, b"00:00:00") for d in uniq])[inv]
         secs = mid + sod
     else:
         keys = np.ascontiguousarray(s.view(np.uint8).reshape(n, 23)[:, :19]).view("S19").ravel()

@@ -443,12 +443,11 @@ class Timeline:
         status still shows shards in flight, a requeued shard with no later attempt is running."""
         if ev.state != "running" or not self.status or not self.status[-1]["in_flight"]:
             return
-        stage = self.status[-1]["stage"]
-        for st, shard in self.attempts.shards():
-            if st != stage:
-                continue
-            row = self.attempts[max(self.attempts.keys_of(st, shard))]  # the shard's newest attempt
-            if row.get("outcome") == "failed" and row.get("kind") == INFRA:
+        stage, table = self.status[-1]["stage"], self.attempts
+        for shard in sorted({table.shard[i] for i in table.rows_where("kind", INFRA)}):  # few: infra failures
+            keys = table.keys_of(stage, shard)
+            row = table[max(keys)] if keys else None  # the shard's newest attempt in the stage
+            if row is not None and row.get("outcome") == "failed" and row.get("kind") == INFRA:
                 self._add(
                     (stage, shard, row["attempt"] + 1), worker=None, start_ts=row.get("end_ts"), outcome="running"
                 )
