@@ -6,7 +6,9 @@ The generated log is what a long job with 100k+ shards writes: stages of `SHARDS
 attempt), and a tail per stage (queue empty, shards finishing one by one; the last stage's final
 shard stuck with its item count frozen). Every line comes from `zephyrlog`'s writer formats.
 Size: `ZDEBUG_BENCH_DENSE_MB` (default 1024; `--quick` 48, whole stages: ~93 MiB). The load runs in a child process so
-that its peak RSS (`ru_maxrss`) is the rebuild's alone.
+that its peak RSS (`ru_maxrss`) is the rebuild's alone. Baselines measured in the same run: `grep -c`
+for the three dense lines' words over the same file, and the per-line fold (`dense=False`) on a
+PER_LINE_MB slice next to the bulk fold on the same slice.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ TICK_S = 0.05  # coordinator time between two shard completions
 STAGE_BYTES_PER_SHARD = 490  # what a stage writes per shard (three lines)
 RSS_TARGET_MB = 1024
 SPEED_TARGET = 50.0  # MB/s
+PER_LINE_MB = 64  # the slice both folds read for the bulk / per-line ratio
+BULK_SPEEDUP_TARGET = 3.0  # on the slice (start-up and the frames weigh more than on 1 GiB: ~8x there)
 
 
 def _worker(i: int) -> str:
@@ -147,12 +151,12 @@ def _stage(emit, rnd: random.Random, stage: str, ts: float, last: bool, exp: dic
     return ts
 
 
-def _child(path: str) -> None:
-    """In the child: load the log, print timings, rows and peak RSS as JSON."""
+def _child(path: str, dense: bool = True) -> None:
+    """In the child: load the log (`dense`: the bulk path), print timings, rows and peak RSS as JSON."""
     from zephyr_debug.sources import logtext
 
     t = time.perf_counter()
-    ev = logtext.load([Path(path)], Path(path).stem)
+    ev = logtext.load([Path(path)], Path(path).stem, dense=dense)
     wall = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
@@ -171,13 +175,13 @@ def _child(path: str) -> None:
     )
 
 
-def measure(path: Path) -> dict:
+def measure(path: Path, dense: bool = True) -> dict:
     """One child-process load (after a page-cache warm-up read)."""
     with open(path, "rb") as fh:
         while fh.read(1 << 24):
             pass
     out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_logdense", str(path)],
+        [sys.executable, "-m", "benchmarks.bench_logdense", str(path), *([] if dense else ["--per-line"])],
         capture_output=True,
         text=True,
         check=True,
@@ -186,12 +190,23 @@ def measure(path: Path) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def _grep_s(path: Path) -> float:
+    """Wall seconds of `grep -c` for the dense lines' words (the same run's baseline)."""
+    t = time.perf_counter()
+    words = [a for w in ("complete, ", "Executing stage ", " done in ") for a in ("-e", w)]
+    subprocess.run(["grep", "-c", "-F", *words, str(path)], capture_output=True, check=False)
+    return time.perf_counter() - t
+
+
 def run(quick: bool = False) -> dict:
     mb = int(os.environ.get("ZDEBUG_BENCH_DENSE_MB", 48 if quick else 1024))
     with tempfile.TemporaryDirectory(prefix="zdebug-bench-") as tmp:
-        path = Path(tmp) / "coordinator.log"
+        path, part = Path(tmp) / "coordinator.log", Path(tmp) / "part.log"
         exp = generate(path, mb << 20)
         r = measure(path)
+        grep_s = _grep_s(path)
+        generate(part, min(mb, PER_LINE_MB) << 20)  # the per-line fold on a slice (it runs ~8 MB/s)
+        bulk, per_line = measure(part), measure(part, dense=False)
     size = exp["bytes"]
     speed, rss_mb = size / r["wall_s"] / 1e6, r["rss"] / (1 << 20)
     what = (
@@ -208,6 +223,24 @@ def run(quick: bool = False) -> dict:
             "target": f">= {SPEED_TARGET:g} MB/s",
             "meets": speed >= SPEED_TARGET,
         },
+        "logdense_vs_grep": {
+            "value": round(r["wall_s"], 2),
+            "unit": "s wall to load the dense log (grep -c for its three words on the same file: baseline)",
+            "baseline": "grep -c -F",
+            "baseline_value": round(grep_s, 2),
+            "ratio": round(grep_s / r["wall_s"], 3),
+            "target": "report only",
+            "meets": True,
+        },
+        "logdense_bulk_vs_per_line": {
+            "value": round(bulk["wall_s"], 2),
+            "unit": f"s wall, bulk fold of a {min(mb, PER_LINE_MB)} MiB slice (per-line fold: baseline)",
+            "baseline": "per-line fold",
+            "baseline_value": round(per_line["wall_s"], 2),
+            "ratio": round(per_line["wall_s"] / bulk["wall_s"], 3),
+            "target": f">= {BULK_SPEEDUP_TARGET:g}x",
+            "meets": per_line["wall_s"] >= BULK_SPEEDUP_TARGET * bulk["wall_s"],
+        },
         "logdense_peak_rss": {
             "value": round(rss_mb, 1),
             "unit": "MB peak RSS of the child process",
@@ -221,4 +254,4 @@ def run(quick: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    _child(sys.argv[1])
+    _child(sys.argv[1], dense="--per-line" not in sys.argv)
