@@ -4,10 +4,13 @@ keyword; one time rule for prefix times, whatever the machine's zone."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zephyr_debug import zephyrlog
 from zephyr_debug.sources import logtext
@@ -115,3 +118,49 @@ def test_writer_timestamps_are_utc_and_round_trip():
 def test_human_numbers_round_trip():
     for n in (999, 1090, 12_300_000, 2e9):
         assert zephyrlog.human_number(zephyrlog.human_count(n)) == pytest.approx(n, rel=0.01)
+
+
+_text = st.text(st.characters(blacklist_characters="]\n\r", blacklist_categories=("Cs",)), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    worker=_text.filter(lambda s: s.strip() == s),
+    stage=st.from_regex(r"stage\d-[A-Za-z]+( → [A-Za-z]+)?", fullmatch=True),
+    exec_=st.one_of(st.none(), st.from_regex(r"\d{8}-\d{6}-[0-9a-f]{8}", fullmatch=True)),
+    n=st.integers(0, 10**12),
+    secs=st.floats(0, 1e6, allow_nan=False),
+    items=st.one_of(st.none(), st.sampled_from(["999", "1.09K", "12.3M", "4B"])),
+    level=st.sampled_from(["INFO", "WARNING", "DEBUG"]),
+    ms=st.integers(0, 999),
+)
+def test_dense_pattern_reads_what_each_message_reads(worker, stage, exec_, n, secs, items, level, ms):
+    """zephyrlog.DENSE_PATTERN (the bulk reader) finds the same fields as the three messages' own
+    patterns on every line their writer formats print."""
+    dense = re.compile(zephyrlog.DENSE_PATTERN)
+    prefix = f"2026-12-02 21:59:16,{ms:03d} {level} zephyr.execution: "
+    status = zephyrlog.STATUS.format(
+        exec=exec_, stage=stage, completed=n, total=n + 1, in_flight=2, queued=n % 7, alive=3, registered=4, dead=1
+    )
+    if exec_ is None:
+        status = status.split("] ", 1)[1]
+    if items is not None:
+        status += zephyrlog.THROUGHPUT.format(items=items, item_rate="1.2", bytes="3 GiB", byte_rate="1 KiB")
+    lines = {
+        zephyrlog.STATUS: status,
+        zephyrlog.EXECUTING: zephyrlog.EXECUTING.format(worker=worker, stage=stage, shard=n, attempt=n % 3),
+        zephyrlog.SHARD_DONE: zephyrlog.SHARD_DONE.format(worker=worker, shard=n, secs=secs),
+    }
+    for message, text in lines.items():
+        line = (prefix + text).encode()
+        want = {k: v for k, v in message.regex.search(line).groupdict().items() if v is not None}
+        m = dense.match(b"\n" + line)
+        assert m is not None and m.end() == len(line) + 1, text
+        got = {k.split("_", 1)[1] if k[:2] in ("e_", "d_", "s_") else k: v for k, v in m.groupdict().items() if v}
+        first, second = got.pop("first"), got.pop("second", None)
+        if message is zephyrlog.STATUS:
+            got.update({"exec": first, "stage": second} if second is not None else {"stage": first})
+        else:
+            got["worker"] = first
+        assert got.pop("ts") == f"2026-12-02 21:59:16,{ms:03d}".encode()
+        assert got == want, text
