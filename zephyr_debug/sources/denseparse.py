@@ -38,6 +38,7 @@ INTS = {
     "workers": ("s_workers", STATUS),
 }
 MAX_DIGITS = 18  # longer integers overflow int64: such a line is read per line
+MAX_DECIMAL_DIGITS = 15  # mantissas below 2**53: one division rounds as float() does
 
 Hit = tuple  # logtext's (file offset, newlines before it, keyword, line bytes, block bytes | None)
 
@@ -167,7 +168,7 @@ def _decimals(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     u = _matrix(values)
     dot = u == 46
     digits = ((u != 0) & ~dot).sum(axis=1)
-    good = (dot.sum(axis=1) <= 1) & (digits >= 1) & (digits <= MAX_DIGITS)
+    good = (dot.sum(axis=1) <= 1) & (digits >= 1) & (digits <= MAX_DECIMAL_DIGITS)
     mantissa = np.zeros(len(values), np.int64)
     after = np.zeros(len(values), np.int64)
     seen = np.zeros(len(values), bool)
