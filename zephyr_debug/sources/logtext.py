@@ -288,7 +288,7 @@ class LogScanner:
 
     def __init__(self, timeline: Timeline, source: str, dense: bool = True):
         self.tl, self.source, self.dense = timeline, source, dense
-        self.date_cache: dict[bytes, float] = {}
+        self.date_cache: dict[bytes, tuple[float, float]] = {}  # `date clock` -> (epoch, its date's day)
         self.day = 0.0  # date of the last dated line, for Iris clock-only prefixes
         self.last_ts: float | None = None
         self.stamps: dict[int, float] = {}
@@ -373,12 +373,13 @@ class LogScanner:
             return
         ts = self.stamps.get(offset) if self.stamps else None
         if ts is None:
-            secs = (
+            seen = (
                 self.date_cache.get(line[:19])
                 if line[19:20] == b"," and line[23:24] == b" " and line[20:23].isdigit()
                 else None
             )
-            if secs is not None:  # Python logging's `2026-12-02 21:59:16,743 ` of a second already seen
+            if seen is not None:  # Python logging's `2026-12-02 21:59:16,743 ` of a second already seen
+                secs, self.day = seen
                 ts = self.last_ts = secs + int(line[20:23]) / 1000
             else:
                 ts = self._timestamp(line)
@@ -410,13 +411,16 @@ class LogScanner:
         date, clock, frac = (m["date"], m["time"], m["frac"]) if m["date"] else (m["gdate"], m["gtime"], m["gfrac"])
         if date is not None:
             key = date + b" " + clock
-            secs = self.date_cache.get(key)
-            if secs is None:
-                secs = zephyrlog.naive_epoch(date.decode(), clock.decode())
-                if secs is None:  # month 13, day 45: not a timestamp after all
+            seen = self.date_cache.get(key)
+            if seen is None:
+                epoch = zephyrlog.naive_epoch(date.decode(), clock.decode())
+                if epoch is None:  # month 13, day 45: not a timestamp after all
                     return self.last_ts
-                self.date_cache[key] = secs
-                self.day = secs - (int(clock[:2]) * 3600 + int(clock[3:5]) * 60 + int(clock[6:8]))
+                seen = self.date_cache[key] = (
+                    epoch,
+                    epoch - (int(clock[:2]) * 3600 + int(clock[3:5]) * 60 + int(clock[6:8])),
+                )
+            secs, self.day = seen
             ts = secs + (int(frac) / 10 ** len(frac) if frac else 0.0)
         elif m["clock"] is not None:
             c = m["clock"]
