@@ -3,10 +3,12 @@
 
 `make_job(Knobs(...))` simulates a small job (stages, workers, shards; task errors with their
 tracebacks, infra requeues, aborts) and returns its files' text: one job log, or a coordinator
-log plus worker logs. Lines carry mixed prefixes (Python logging mostly, glog, Iris, none) and,
+log plus worker logs (a worker moves to the next log after an infra failure). Lines carry mixed
+prefixes (Python logging mostly, glog, Iris, none), pull_task spam and lines no reader folds and,
 at a rate `odd`, what a real log holds now and then: a done line with no Executing, a line
-written twice, the clock going backwards, a date that is not one, six-digit milliseconds,
-integers too long for int64, durations with more digits than a float holds.
+written twice, the clock going backwards, a date that is not one, six-digit milliseconds, a
+completed count lower than the last, integers too long for int64, durations with more digits
+than a float holds. `write_job` may also cut each file near both ends.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Knobs:
     spam: float = 0.1  # pull_task DEBUG lines per event
     midnight: bool = False  # start a few seconds before midnight
     shutdown: bool = True
+    cut: bool = False  # files cut at a random byte near both ends (a capture of a log being written)
 
 
 def make_job(k: Knobs) -> dict[str, str]:
@@ -58,12 +61,18 @@ def make_job(k: Knobs) -> dict[str, str]:
 
 
 def write_job(k: Knobs, directory: Path) -> list[Path]:
-    """The job's files under `directory`, coordinator log first."""
+    """The job's files under `directory`, in an order drawn from the seed (coordinator log not
+    always first)."""
+    rnd = random.Random(k.seed + 1)
     paths = []
     for name, text in make_job(k).items():
+        data = text.encode("utf-8")
+        if k.cut:
+            data = data[rnd.randrange(min(len(data), 200) + 1) : len(data) - rnd.randrange(min(len(data), 200) + 1)]
         path = directory / name
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(data)
         paths.append(path)
+    rnd.shuffle(paths)
     return paths
 
 
@@ -78,13 +87,13 @@ class _Job:
         self.files: dict[str, list[str]] = {"coordinator.log" if k.worker_files else "job.log": []}
         for f in range(k.worker_files):
             self.files[f"worker-{f}.log"] = []
-        self.last: dict[str, str] = {}  # side -> last line written (to write it twice)
+        self.moved: dict[int, int] = {}  # worker -> how many worker logs it moved on (after an infra failure)
 
     # -- lines ---------------------------------------------------------------------------------
     def _file(self, side: str, worker: int | None) -> str:
         names = list(self.files)
         if side == "worker" and self.k.worker_files and worker is not None:
-            return names[1 + worker % self.k.worker_files]
+            return names[1 + (worker + self.moved.get(worker, 0)) % self.k.worker_files]
         return names[0]
 
     def _prefix(self, level: str, logger: str) -> str:
@@ -106,7 +115,7 @@ class _Job:
         return rnd.choice([glog, iris, iris + f"{zl.timestamp(ts)} {level} {logger}: ", ""])
 
     def emit(self, side: str, text: str, level: str = "INFO", worker: int | None = None, block: str = "") -> None:
-        logger = "zephyr.worker" if side == "worker" else "zephyr.execution"
+        logger = "zephyr.worker" if side == "worker" else self.rnd.choice(["zephyr.execution", "zephyr-coord.x"])
         line = self._prefix(level, logger) + text + "\n" + block
         lines = self.files[self._file(side, worker)]
         lines.append(line)
@@ -143,6 +152,8 @@ class _Job:
             if aborted:
                 break
         if k.shutdown or aborted:
+            counters = {f"zephyr/user/counter_{i}": self.rnd.randrange(10**9) for i in range(self.rnd.randrange(60))}
+            self.emit("coord", zl.FINAL_COUNTERS.format(counters=counters))  # a long line
             self.emit("coord", zl.SHUTDOWN.format())
         return {name: "".join(lines) for name, lines in self.files.items()}
 
@@ -219,6 +230,8 @@ class _Job:
         )
         if rnd.random() < k.odd / 4:
             fields["completed"] = rnd.choice([10**19 + 7, 123456789012345678])  # past / at int64's digits
+        elif rnd.random() < k.odd / 2:
+            fields["completed"] = max(done - rnd.randrange(1, 4), 0)  # an older count, printed late
         form = rnd.random()
         if form < 0.15:  # the oldest form: `…, N workers`
             text = zl.STATUS_WORKERS_ONLY.format(**fields)
@@ -278,6 +291,7 @@ class _Job:
         self.emit("coord", text, "WARNING")
         self.tick(0.5)
         self.emit("coord", zl.REGISTERED.format(worker=worker_id(w), n=self.k.workers))
+        self.moved[w] = self.moved.get(w, 0) + 1
         return fatal and generation >= INFRA_MAX
 
 
