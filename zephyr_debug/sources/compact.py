@@ -147,8 +147,8 @@ class _StageRows:
 
 
 def _values(row: dict) -> list:
-    """A row dict's STATUS_VALUES (NaN where it has none)."""
-    return [NAN if x is None else x for x in map(row.get, STATUS_VALUES)]
+    """A row dict's STATUS_VALUES (None, NaN in a float array, where it has none)."""
+    return list(map(row.get, STATUS_VALUES))
 
 
 class StatusSeries:
@@ -211,28 +211,28 @@ class StatusSeries:
             take = min(n - done, BLOCK_ROWS - self.buffered)
             self.pieces.append((codes[done : done + take], values[done : done + take]))
             self.buffered += take
+            self.seen += take
             done += take
-        self.seen += n
         self.last = {"stage": stages[-1]} | {
             c: None if x != x else (x if c in ("ts", "items") else int(x))
             for c, x in zip(STATUS_VALUES, values[-1].tolist(), strict=True)
         }
 
+    def _row_piece(self) -> tuple[np.ndarray, np.ndarray]:
+        """The appended rows not yet in `pieces` as a piece: (stage codes, values)."""
+        return np.array(self.row_codes, np.int64), np.array([_values(r) for r in self.rows], dtype=float)
+
     def _rows_to_piece(self) -> None:
         if self.rows:
-            values = np.array([_values(r) for r in self.rows], dtype=float)
-            self.pieces.append((np.array(self.row_codes, np.int64), values))
+            self.pieces.append(self._row_piece())
             self.rows, self.row_codes = [], []
 
     def _block(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The buffered rows: (stage codes, values)."""
         if not self.buffered:
             return None
-        parts = list(self.pieces)
-        if self.rows:
-            parts.append((np.array(self.row_codes, np.int64), np.array([_values(r) for r in self.rows], dtype=float)))
-        codes = np.concatenate([p[0] for p in parts])
-        return codes, np.concatenate([p[1] for p in parts])
+        parts = self.pieces + [self._row_piece()] if self.rows else self.pieces
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def _settle(self) -> None:
         """The newest row as `[-1]` holds it now into the buffer (appended dicts are read as they
