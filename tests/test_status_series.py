@@ -153,6 +153,23 @@ def _must_keep(rows: list[dict], amend: dict[int, int]) -> Counter:
     return kept
 
 
+def test_an_amended_newest_row_is_the_row_kept_on_both_paths():
+    rows = [_row("s", [float(t), t, 10, 2, 5, np.nan, 3, 3, 0, np.nan]) for t in range(5)]
+    for bulk in (False, True):
+        series = StatusSeries()
+        if bulk:
+            series.extend(*_arrays(rows))
+        else:
+            for r in rows:
+                series.append(dict(r))
+        series[-1]["retries"] = 7  # what the fold does on a `Shards retried` line
+        assert series.frame(COLUMNS)["retries"].iloc[-1] == 7
+        series.extend(*_arrays([_row("s", [9.0, 6, 10, 2, 5, np.nan, 3, 3, 0, np.nan])]))
+        retries = series.frame(COLUMNS)["retries"].tolist()
+        assert retries[-2] == 7 and np.isnan(retries[-1]) and len(series) == 6, bulk
+        assert rows[-1]["retries"] is None  # the caller's rows are as they were
+
+
 def _dense_stage(n: int) -> tuple[np.ndarray, np.ndarray]:
     """One stage of `n` rows a status line a few ms apart: completed rising while the queue
     drains, a few changes of workers and retries, then a tail of 100 shards finishing slowly."""
