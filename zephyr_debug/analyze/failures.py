@@ -200,7 +200,7 @@ def _lost_holder(ev: Evidence, r, waited: tuple[float, float, str], steps: Steps
         severity=WARNING,
         stage=r.stage,
         shard=int(r.shard),
-        worker=_worker(r),
+        worker=_lost_worker(ev, r),
         title=f"shard {int(r.shard)} of {r.stage}: lost with its worker, the stage waited on its retry",
         evidence=(f"{int(r.infra_failures)} attempt(s) lost with their worker ({reason}); {how}",),
         next=tuple(steps.for_workers("dead-holder")),
@@ -250,6 +250,14 @@ def _reason(ev: Evidence, r) -> str:
     row = ev.attempts.iloc[int(r.failed_row)]
     reason = row.get("reason")
     return (reason if isinstance(reason, str) else "worker lost") + f" on {row['worker']}"
+
+
+def _lost_worker(ev: Evidence, r) -> str | None:
+    """The worker the shard was lost with (its last lost attempt's), not the one that finished it."""
+    if r.failed_row < 0:
+        return None
+    worker = ev.attempts.iloc[int(r.failed_row)]["worker"]
+    return worker if isinstance(worker, str) else None
 
 
 def _worker(r) -> str | None:
