@@ -319,12 +319,6 @@ def test_clock_only_line_after_the_clock_went_back_across_midnight(tmp_path):
     assert logmaker.NEAR_MIDNIGHT + 18 in logtext.load([path], "job", dense=False).status["ts"].tolist()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="denseparse codes words by their bytes: `stage0-M\\xfe` and `stage0-M\\xff` are two codes, one "
-    "stage per line once decoded (`stage0-M\\ufffd`): the batch adds attempt 0 of shard 3 twice (2 rows, "
-    "per line 1)",
-)
 def test_stage_names_that_decode_alike(tmp_path):
     """Bytes that are not UTF-8 decode alike (U+FFFD): one stage, one attempt both ways."""
     prefix = [f"{zephyrlog.timestamp(logmaker.START + dt)} INFO zephyr.worker: ".encode() for dt in range(4)]

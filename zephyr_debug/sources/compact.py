@@ -279,7 +279,7 @@ class StatusSeries:
             v = data[c][order] if c in data else np.full(len(order), NAN)
             if c not in ("ts", "stage", "items") and c in data:
                 known = ~np.isnan(v)
-                if known.all() and len(v):
+                if known.all() and len(v) and (np.abs(v) < 2.0**63).all():  # else int64 would wrap
                     v = v.astype(np.int64)
                 elif not known.any():
                     v = np.full(len(v), None, dtype=object)

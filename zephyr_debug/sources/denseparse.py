@@ -105,13 +105,14 @@ def parse(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> 
     secs[done], good = _decimals(present("d_secs", done)[1])
     ok[done] &= good
     words: dict = {None: -1}
+    names: dict[str, int] = {}
     status = rows_of[STATUS]
-    first = _codes(groups["first"], words)
+    first = _codes(groups["first"], words, names)
     stage, exec_, worker = np.where(status, first, -1), np.full(n, -1, np.int32), np.where(status, -1, first)
     mask, values = present("second", status)  # `[exec] [stage]`: first is the exec
-    stage[mask], exec_[mask] = _codes(values, words), first[mask]
+    stage[mask], exec_[mask] = _codes(values, words, names), first[mask]
     mask, values = present("e_stage", executing)
-    stage[mask] = _codes(values, words)
+    stage[mask] = _codes(values, words, names)
     items = np.full(n, np.nan)
     mask, values = present("s_items", status)
     items[mask] = _items(values)
@@ -138,7 +139,7 @@ def parse(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> 
         ints={k: v[keep] for k, v in ints.items()},
         secs=secs[keep],
         items=items[keep],
-        words=[w.decode("utf-8", "replace") for w in words if w is not None],
+        words=list(names),
         slow=slow,
         lines=len(starts) if buf.endswith(b"\n") else len(starts) - 1,
     )
@@ -217,11 +218,12 @@ def _epoch(date: bytes, clock: bytes) -> float:
     return np.nan if value is None else value
 
 
-def _codes(values: list, words: dict) -> np.ndarray:
-    """Codes of byte strings into `words` (added as first seen; None is -1)."""
+def _codes(values: list, words: dict, names: dict[str, int]) -> np.ndarray:
+    """Codes of byte strings (`words`: bytes -> code; None is -1) into `names`, their text as the
+    per-line reader decodes it: byte strings that decode alike share a code."""
     for v in dict.fromkeys(values):
         if v not in words:
-            words[v] = len(words) - 1
+            words[v] = names.setdefault(v.decode("utf-8", "replace"), len(names))
     return np.fromiter(map(words.__getitem__, values), np.int32, len(values))
 
 
