@@ -193,7 +193,9 @@ def measure(path: Path, dense: bool = True) -> dict:
 def _grep_s(path: Path) -> float:
     """Wall seconds of `grep -c` for the dense lines' words (the same run's baseline)."""
     t = time.perf_counter()
-    words = [a for w in ("complete, ", "Executing stage ", " done in ") for a in ("-e", w)]
+    from zephyr_debug.sources.logtext import DENSE_WORDS
+
+    words = [a for w in DENSE_WORDS for a in ("-e", w.decode())]
     subprocess.run(["grep", "-c", "-F", *words, str(path)], capture_output=True, check=False)
     return time.perf_counter() - t
 

@@ -34,10 +34,7 @@ def _name(rows: DenseRows, code) -> str | None:
 
 
 def _status_row(rows: DenseRows, j: int) -> dict:
-    row = {col: (None if (v := int(rows.ints[_GROUP[col]][j])) < 0 else v) for col in _COUNTS}
-    if row["registered"] is None and rows.ints["workers"][j] >= 0:  # older form: `…, 488 workers`
-        row["registered"] = int(rows.ints["workers"][j])
-    return row
+    return {col: (None if (v := int(rows.ints[_GROUP[col]][j])) < 0 else v) for col in _COUNTS}
 
 
 def _status_values(rows: DenseRows, idx: np.ndarray) -> np.ndarray:
@@ -50,8 +47,6 @@ def _status_values(rows: DenseRows, idx: np.ndarray) -> np.ndarray:
             out[:, k] = rows.items[idx]
         elif col in _GROUP:
             v = rows.ints[_GROUP[col]][idx]
-            if col == "registered":  # older form: `…, 488 workers`
-                v = np.where(v < 0, rows.ints["workers"][idx], v)
             out[:, k] = np.where(v < 0, np.nan, v)
     return out
 

@@ -101,6 +101,8 @@ def parse(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> 
         ints[name][mask], good = _ints(values)
         ok[mask] &= good
     ints["shard"] = np.maximum(ints.pop("e_shard"), ints.pop("d_shard"))
+    older = ints["registered"] < 0  # the older status form: `…, 488 workers`
+    ints["registered"][older] = ints.pop("workers")[older]
     secs = np.full(n, np.nan)
     secs[done], good = _decimals(present("d_secs", done)[1])
     ok[done] &= good

@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime
 from itertools import pairwise
@@ -211,21 +211,28 @@ def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
 
 def _python_scan(path: Path, size: int, processes: int | None) -> Iterator[tuple[Iterable[Hit], list[int]]]:
     """(hits, [newline count]) per line-aligned range, in file order. One process streams the
-    file; a large one is split into ranges scanned by several processes, at most one range per
-    process ahead of the fold."""
+    file; a large one is split into ranges scanned by several processes, a few ahead of the fold."""
     procs = processes or (min(os.cpu_count() or 1, MAX_PROCESSES) if size >= PARALLEL_MIN_BYTES else 1)
     if procs < 2:
         lines = [0]
         yield range_hits(str(path), 0, size, lines), lines
         return
-    jobs = deque((str(path), a, b) for a, b in _ranges(path, procs * RANGES_PER_PROCESS))
+    ranges = [(str(path), a, b) for a, b in _ranges(path, procs * RANGES_PER_PROCESS)]
+    for hits, count in _in_order(scan_range, ranges, procs):
+        yield hits, [count]
+
+
+def _in_order(task: Callable, jobs: list[tuple], procs: int) -> Iterator:
+    """`task(*job)` for every job in `procs` forked processes; the results in job order, at most
+    two jobs per process ahead of the caller."""
+    waiting = deque(jobs)
     with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("fork")) as pool:
-        ahead = deque(pool.submit(scan_range, *jobs.popleft()) for _ in range(min(2 * procs, len(jobs))))
+        ahead = deque(pool.submit(task, *waiting.popleft()) for _ in range(min(2 * procs, len(waiting))))
         while ahead:
-            hits, count = ahead.popleft().result()
-            if jobs:
-                ahead.append(pool.submit(scan_range, *jobs.popleft()))
-            yield hits, [count]
+            result = ahead.popleft().result()
+            if waiting:
+                ahead.append(pool.submit(task, *waiting.popleft()))
+            yield result
 
 
 def dense_chunks(path: str, start: int, end: int, chunk_bytes: int = DENSE_CHUNK_BYTES) -> Iterator[DenseRows]:
@@ -268,19 +275,14 @@ def _dense_scan(path: Path, size: int) -> Iterator[DenseRows]:
     if procs < 2:
         yield from dense_chunks(str(path), 0, size)
         return
-    jobs = deque((str(path), a, b) for a, b in _ranges(path, max(procs, -(-size // DENSE_RANGE_BYTES))))
+    ranges = [(str(path), a, b) for a, b in _ranges(path, max(procs, -(-size // DENSE_RANGE_BYTES)))]
     base = 0
-    with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("fork")) as pool:
-        ahead = deque(pool.submit(dense_range, *jobs.popleft()) for _ in range(min(2 * procs, len(jobs))))
-        while ahead:
-            chunks = ahead.popleft().result()
-            if jobs:
-                ahead.append(pool.submit(dense_range, *jobs.popleft()))
-            for rows in chunks:
-                rows.line += base
-                rows.slow = [(o, before + base, *rest) for o, before, *rest in rows.slow]
-                yield rows
-            base += sum(rows.lines for rows in chunks)
+    for chunks in _in_order(dense_range, ranges, procs):
+        for rows in chunks:
+            rows.line += base
+            rows.slow = [(o, before + base, *rest) for o, before, *rest in rows.slow]
+            yield rows
+        base += sum(rows.lines for rows in chunks)
 
 
 class LogScanner:
