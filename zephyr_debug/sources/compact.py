@@ -475,9 +475,6 @@ class AttemptTable:
             raise KeyError(key)
         return i
 
-    def key_of(self, i: int) -> tuple:
-        return (self.names["stage"][self.codes["stage"][i]], self.shard[i], self.attempt[i])
-
     def heads(self, names: list[str], stage, shards):
         """Per (stage, shard) (`stage`: codes into `names`): the row of the shard's newest attempt, -1 when none."""
 
