@@ -1,10 +1,9 @@
 """The status series store (sources/compact.py): rows arriving one by one (`append`) or in bulk
 (`extend`) keep the same rows, every change of state among them, and at most a bounded share of
-the rest; the bulk path is fast."""
+the rest. Its speed is measured in benchmarks/bench_status_series.py, not here."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import numpy as np
@@ -209,36 +208,3 @@ def test_a_million_row_stage_keeps_every_change_and_a_bounded_rest():
     assert len(kept) <= compact.STATUS_ROWS_PER_STAGE + compact.RECENT_ROWS + 4 * pinned
     assert len(kept) < 30_000 and kept["ts"].is_monotonic_increasing
     assert (kept.dtypes[list(COUNTS)] == np.int64).all()
-
-
-def _best(fn, times: int = 3) -> float:
-    best = float("inf")
-    for _ in range(times):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
-def test_bulk_rows_cost_a_fraction_of_appended_ones():
-    """A million rows by extend (then the frame) against a baseline measured here: sorting a
-    million floats, and appending 50,000 of the rows one by one (per row: >= 10x faster; ~20x on
-    an idle machine)."""
-    stages, values = _dense_stage(1_000_000)
-    rows = [_row("map", v) for v in values[:50_000].tolist()]
-
-    def bulk():
-        series = StatusSeries()
-        series.extend(stages, values)
-        series.frame(COLUMNS)
-
-    def one_by_one():
-        series = StatusSeries()
-        for r in rows:
-            series.append(r)
-        series.frame(COLUMNS)
-
-    floats = np.random.default_rng(0).random(1_000_000)
-    sort, extend, append = _best(lambda: np.sort(floats)), _best(bulk), _best(one_by_one, 2)
-    assert extend < 6 * sort, (extend, sort)
-    assert extend / len(values) * 10 < append / len(rows), (extend, append)

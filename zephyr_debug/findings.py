@@ -19,7 +19,54 @@ SEVERITIES = (ERROR, WARNING, INFO)
 # Shard causes, most specific first: a finding's `kind` is the first of its `causes`.
 CAUSES = ("all-workers-dead", "oom", "crash-loop", "dead-holder", "stuck", "slow-worker", "data-skew", "undetermined")
 # Job-level kinds (not about one shard).
-JOB_KINDS = ("aborted", "all-workers-dead", "stalled", "crash-group", "recovered")
+JOB_KINDS = ("aborted", "all-workers-dead", "stalled", "recovered")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A finding kind: what it is about (`scope`), how a terminal styles it, whether it is a
+    straggler cause (a shard that held its stage up)."""
+
+    name: str
+    scope: str  # "shard", "job", "counter", "pool" or "known" (an upstream mode of its own)
+    style: str
+    straggler: bool = False
+
+
+def _kinds(scope: str, style: str, *names: str, straggler: bool = False) -> dict[str, Kind]:
+    return {n: Kind(n, scope, style, straggler) for n in names}
+
+
+# Every finding kind, declared once: `Finding` refuses any other, every renderer styles from here.
+KINDS: dict[str, Kind] = {
+    "all-workers-dead": Kind("all-workers-dead", "job", "bold red"),
+    **_kinds("shard", "red", "oom", "crash-loop"),
+    "dead-holder": Kind("dead-holder", "shard", "magenta"),
+    "stuck": Kind("stuck", "shard", "yellow", straggler=True),
+    "slow-worker": Kind("slow-worker", "shard", "cyan", straggler=True),
+    "data-skew": Kind("data-skew", "shard", "blue", straggler=True),
+    "undetermined": Kind("undetermined", "shard", "white", straggler=True),
+    "aborted": Kind("aborted", "job", "red"),
+    "stalled": Kind("stalled", "job", "yellow"),
+    "recovered": Kind("recovered", "job", "green"),
+    **_kinds("counter", "cyan", "throughput-cliff", "throughput-drop"),
+    **_kinds("counter", "blue", "counter-per-item", "counter-few-shards"),
+    **_kinds("pool", "magenta", "flapping-worker", "requeue-burst"),
+    **_kinds(
+        "known",
+        "bold magenta",
+        "fail-loop",
+        "preemptions-counted",
+        "oom-behind-heartbeat",
+        "heartbeat-killed",
+        "stale-coordinator",
+        "all-dead-waiting",
+        "last-stage-shutdown",
+        "dispatch-stall",
+        "duplicate-execution",
+        "workers-after-exit",
+    ),
+}
 
 
 def clean_number(value: Any) -> Any:
@@ -70,7 +117,7 @@ class Cost:
 class Finding:
     """One root cause, with its evidence, cost and next commands."""
 
-    kind: str  # a cause (CAUSES) for shard findings, else a JOB_KINDS entry or a known mode id
+    kind: str  # one of KINDS
     title: str
     severity: str = WARNING
     evidence: tuple[str, ...] = ()
@@ -87,6 +134,10 @@ class Finding:
     elapsed_s: float | None = None
     ratio_to_median: float | None = None
     metrics: tuple[tuple[str, Any], ...] = ()  # (name, number) pairs behind the evidence
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"finding kind {self.kind!r} is not declared in findings.KINDS")
 
     @property
     def all_shards(self) -> tuple[int, ...]:

@@ -170,6 +170,9 @@ class Crash:
         return f"{self.source}:{self.line}" if self.line else self.source
 
 
+JOB_STATES = ("running", "succeeded", "failed", "interrupted", "unknown")  # what a job can be in
+
+
 @dataclass
 class Evidence:
     """Everything one source knows about one job."""
@@ -177,7 +180,7 @@ class Evidence:
     job: str
     source: str
     now: float  # reference time: wall clock for live jobs, last record time otherwise
-    state: str = "unknown"  # running | succeeded | failed | interrupted | unknown
+    state: str = "unknown"  # one of JOB_STATES
     stages: list[StageInfo] = field(default_factory=list)
     status: pd.DataFrame = field(default_factory=lambda: empty_frame(STATUS_COLUMNS))
     attempts: pd.DataFrame = field(default_factory=lambda: empty_frame(ATTEMPT_COLUMNS))

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.analyze.progress import Alone
 from zephyr_debug.analyze.thresholds import MIN_WORKER_SHARDS, Thresholds
-from zephyr_debug.findings import CAUSES, WARNING, Cost, Finding
+from zephyr_debug.findings import CAUSES, KINDS, WARNING, Cost, Finding
 
-STRAGGLER_KINDS = ("stuck", "slow-worker", "data-skew", "undetermined")
+STRAGGLER_KINDS = tuple(k.name for k in KINDS.values() if k.straggler)
 FROZEN_LINES = 3  # status lines (one per heartbeat interval) in a row with the same items= while a shard runs alone
 METRICS = (
     "size",

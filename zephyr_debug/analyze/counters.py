@@ -22,12 +22,13 @@ import pandas as pd
 from zephyr_debug.analyze.churn import clock
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.analyze.tail import stage_bounds
+from zephyr_debug.findings import KINDS as FINDING_KINDS
 from zephyr_debug.findings import WARNING, Finding, clean_number
 from zephyr_debug.model import Evidence
 
 ITEMS, BYTES = "zephyr/item_count", "zephyr/bytes_processed"
 JOB_SCOPE = "(job)"  # counters known for the whole job only (a final counters line, get_counters)
-KINDS = ("throughput-cliff", "throughput-drop", "counter-per-item", "counter-few-shards")
+KINDS = tuple(k.name for k in FINDING_KINDS.values() if k.scope == "counter")
 
 
 @dataclass(frozen=True)

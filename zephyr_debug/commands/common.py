@@ -71,12 +71,13 @@ EXIT_STATUS = typer.Option(
 
 
 EXIT_OK, EXIT_PROBLEM = 0, 1  # usage errors exit 2, unreadable evidence 3 (zephyr_debug.errors)
-FAILED_STATES = ("failed", "interrupted")
+OK_STATES = ("succeeded", "running")
 
 
 def exit_status(state: str, has_errors: bool) -> int:
-    """`--exit-status`: 1 for a failed/interrupted job or findings of severity error, else 0."""
-    return EXIT_PROBLEM if state in FAILED_STATES or has_errors else EXIT_OK
+    """`--exit-status`: 0 only for a job that succeeded or is running with no finding of severity
+    error; a failed, interrupted or unreadable state (whatever its text) is 1."""
+    return EXIT_OK if state in OK_STATES and not has_errors else EXIT_PROBLEM
 
 
 class Default:

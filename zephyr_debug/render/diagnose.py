@@ -11,7 +11,7 @@ SHOWN = 10
 
 def render(a: Analysis) -> None:
     con = console()
-    con.print(f"[bold]{clean(a.job)}[/] {a.state}")
+    con.print(f"[bold]{clean(a.job)}[/] {clean(a.state)}")
     con.print(clean(a.headline))
     if a.healthy:
         con.print(

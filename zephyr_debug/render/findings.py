@@ -6,41 +6,27 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from zephyr_debug.findings import ERROR, INFO, Finding
-from zephyr_debug.render.output import clean, safe
+from zephyr_debug.findings import ERROR, INFO, KINDS, Finding
+from zephyr_debug.render.output import safe
 
 SEVERITY_STYLE = {ERROR: "bold red", "warning": "yellow", INFO: "dim"}
-KIND_STYLE = {
-    "all-workers-dead": "bold red",
-    "crash-loop": "red",
-    "oom": "red",
-    "aborted": "red",
-    "dead-holder": "magenta",
-    "stuck": "yellow",
-    "stalled": "yellow",
-    "slow-worker": "cyan",
-    "data-skew": "blue",
-    "undetermined": "white",
-    "recovered": "green",
-    "throughput-cliff": "cyan",
-    "throughput-drop": "cyan",
-    "counter-per-item": "blue",
-    "counter-few-shards": "blue",
-    "flapping-worker": "magenta",
-    "requeue-burst": "magenta",
-}
 INDENT = "     "
 
 
 def headline(f: Finding, rank: int | None = None) -> Text:
+    """`1. error crash-loop (+oom)  title · cost`, built from styled parts (never markup made from
+    evidence or registry strings, which may be empty or hold brackets)."""
     causes = f" (+{', '.join(c for c in f.causes if c != f.kind)})" if len(f.causes) > 1 else ""
     cost = f.cost.sentence()
-    text = Text.from_markup(
-        (f"[bold]{rank}.[/] " if rank is not None else "")
-        + f"[{SEVERITY_STYLE.get(f.severity, '')}]{f.severity}[/] "
-        + f"[{KIND_STYLE.get(f.kind, '')}]{f.kind}[/]{clean(causes)}  {clean(f.title)}"
-        + (f" [dim]· {clean(cost)}[/]" if cost else "")
-    )
+    text = Text()
+    if rank is not None:
+        text.append(f"{rank}.", style="bold").append(" ")
+    text.append(safe(f.severity), style=SEVERITY_STYLE.get(f.severity, "")).append(" ")
+    kind = KINDS.get(f.kind)
+    text.append(safe(f.kind), style=kind.style if kind else "")
+    text.append(f"{safe(causes)}  {safe(f.title)}")
+    if cost:
+        text.append(f" · {safe(cost)}", style="dim")
     return text
 
 

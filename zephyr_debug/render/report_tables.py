@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from zephyr_debug.model import INFRA, Evidence
+from zephyr_debug.render.output import safe
 
 # Outcome of an attempt as drawn: key -> (legend label, colour), in legend order.
 OUTCOMES = {
@@ -30,7 +31,8 @@ QUANTILES = (("min", 0), ("p25", 25), ("median", 50), ("p75", 75), ("max", 100))
 
 
 def e(text) -> str:
-    return html.escape("" if text is None else str(text))
+    """Evidence text for HTML: control characters shown as `\\x1b` (as in a terminal), then escaped."""
+    return html.escape(safe(text))
 
 
 def num(frame: pd.DataFrame, col: str) -> pd.Series:

@@ -25,7 +25,7 @@ def counts_line(a: Analysis) -> str:
 def render(a: Analysis) -> None:
     con = console()
     style = STATE_STYLE.get(a.state, "white")
-    con.print(f"[bold]{clean(a.job)}[/]  [{style}]{a.state}[/]  {counts_line(a)}")
+    con.print(f"[bold]{clean(a.job)}[/]  [{style}]{clean(a.state)}[/]  {counts_line(a)}")
     con.print(f"[bold]Diagnosis:[/] {clean(a.headline)}")
     shown = [f for f in a.findings if f.severity != INFO][:NAMED]
     for f in shown:

@@ -49,7 +49,7 @@ def tail_table(tail: tuple[Episode, ...]) -> Table:
 
 def render(a: Analysis) -> None:
     con = console()
-    con.print(f"[bold]{clean(a.job)}[/]  {a.state}  {clean(a.headline)}")
+    con.print(f"[bold]{clean(a.job)}[/]  {clean(a.state)}  {clean(a.headline)}")
     if a.stages:
         con.print(stages_table(a))
     if a.tail:

@@ -27,7 +27,7 @@ def screen(snap: Snapshot, live: bool = True) -> Panel:
     a = snap.analysis
     p = a.progress
     style = STATE_STYLE.get(a.state, "white")
-    head = Text.from_markup(f"[bold]{clean(a.job)}[/]  [{style}]{a.state}[/]  {counts_line(a)}")
+    head = Text.from_markup(f"[bold]{clean(a.job)}[/]  [{style}]{clean(a.state)}[/]  {counts_line(a)}")
     bar = Table.grid(padding=(0, 1))
     bar.add_row(
         ProgressBar(total=max(p.total, 1), completed=p.completed, width=40),

@@ -17,6 +17,7 @@ from zephyr_debug import jobstore
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.model import (
     ATTEMPT_COLUMNS,
+    JOB_STATES,
     SAMPLE_COLUMNS,
     STATUS_COLUMNS,
     WORKER_COLUMNS,
@@ -145,7 +146,11 @@ def load(job_dir: Path) -> Evidence:
             ev.fatal_error = e.get("fatal_error")
         elif kind == "job_end":
             ended = True
-            ev.state = e.get("state", "unknown")
+            state = e.get("state")
+            ev.state = state if state in JOB_STATES else "unknown"
+            if ev.state != state:
+                shown = str(state)[:80]
+                ev.warnings.append(f"events.jsonl: job_end state {shown!r} is not one of {', '.join(JOB_STATES)}")
     ev.stages = sorted(stages.values(), key=lambda s: s.index)
     ev.status = frame(status_rows, STATUS_COLUMNS + ["items"])
     ev.attempts = frame(list(attempts.values()), ATTEMPT_COLUMNS)
