@@ -270,6 +270,54 @@ def test_unwritable_output_is_a_one_line_error(tmp_path):
     assert_one_line_error(proc, "cannot write")
 
 
+def _evidence_dir(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = Path(__file__).parent / "data" / "formats" / "coordinator_pypi.log"
+    (logs / "coordinator.log").write_bytes(log.read_bytes())
+    return logs
+
+
+def test_report_never_writes_through_a_symlink_at_its_target(tmp_path):
+    """An evidence dir unpacked from someone else holds `report.html -> a file of ours`: refused in
+    one line (exit 3), the file untouched; the same for `-o LINK`, a dangling link included."""
+    logs = _evidence_dir(tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    (logs / "report.html").symlink_to(victim)
+    proc = zdebug("report", str(logs))
+    error = proc.stderr.strip().splitlines()[-1]  # after the warning that the link is no evidence
+    assert error.startswith("zdebug: error: ") and "report.html: is a symbolic link" in error
+    assert proc.returncode == 3 and victim.read_text() == "mine\n"
+    dangling = tmp_path / "dangling.html"
+    dangling.symlink_to(tmp_path / "nowhere.html")
+    proc = zdebug("report", str(logs), "-o", str(dangling))
+    assert_one_line_error(proc, "symbolic link")
+    assert proc.returncode == 3 and not (tmp_path / "nowhere.html").exists()
+    assert sorted(p.name for p in logs.iterdir()) == ["coordinator.log", "report.html"]  # no temp file left
+
+
+def test_report_replaces_its_file_whole_and_later_reads_skip_it(tmp_path):
+    """The report goes to a fresh file renamed into place (a hard link to the old one keeps the old
+    text); a report left in an evidence dir is no evidence: later reads give no warning about it."""
+    from test_fuzz_corpus import run_inprocess
+
+    logs = _evidence_dir(tmp_path)
+    page = logs / "report.html"
+    page.write_text("old")
+    (tmp_path / "old.html").hardlink_to(page)
+    code, out, err = run_inprocess(["report", str(logs), "--json"])
+    assert code == 0, err
+    assert json.loads(out)["report"] == str(page) and page.read_text().startswith("<!doctype html>")
+    assert (tmp_path / "old.html").read_text() == "old"
+    (logs / "copy.html").write_bytes(page.read_bytes())  # under any name
+    for argv in (["status", str(logs), "--json"], ["report", str(logs), "--json"]):
+        code, out, err = run_inprocess(argv)
+        assert code == 0 and err == "", err
+        assert not any("html" in w for w in json.loads(out).get("warnings", [])), out
+    assert sorted(p.name for p in logs.iterdir()) == ["coordinator.log", "copy.html", "report.html"]
+
+
 def test_report_of_a_zephyr_log_lands_next_to_where_it_is_run(tmp_path):
     log = Path(__file__).parent / "data" / "formats" / "coordinator_pypi.log"
     proc = subprocess.run(

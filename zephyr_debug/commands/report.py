@@ -3,13 +3,16 @@ groups of a job in one self-contained HTML file."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from zephyr_debug.commands.common import FINELOG, JOB, JSON, TIMEOUT, Default, analyze_evidence, examples, load_evidence
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError, ZdebugError
 from zephyr_debug.findings import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -22,6 +25,35 @@ def default_path(ev: Evidence) -> Path:
 
     source = Path(ev.source)
     return source / "report.html" if source.is_dir() else Path(f"zdebug-report-{safe_name(ev.job)}.html")
+
+
+def check_target(path: Path) -> None:
+    """Refuse a symlink (someone else's evidence may have planted it) or a directory at `path`."""
+    if path.is_symlink():
+        raise EvidenceError(f"{path}: is a symbolic link; not writing through it (remove it or pass -o FILE)")
+    if path.is_dir():
+        raise EvidenceError(f"{path}: is a directory; pass -o FILE")
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Put `data` at `path` without ever writing through a link: a fresh file in the same directory
+    (O_CREAT | O_EXCL | O_NOFOLLOW: a name planted there cannot redirect it) renamed over `path`.
+    A symlink at `path` is refused, not replaced: someone else's evidence may have put it there."""
+    check_target(path)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temp, flags, 0o666)  # less the umask, as open() would
+    except OSError as exc:
+        raise ZdebugError(f"{path}: cannot write ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(temp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise ZdebugError(f"{path}: cannot write ({exc.strerror})") from None
 
 
 def register(app: typer.Typer) -> None:
@@ -58,15 +90,15 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render.report import Limits, render
         from zephyr_debug.sources import earlier
 
+        if output:
+            check_target(output.absolute())  # before the work
         ev = load_evidence(job, as_json, finelog)
         result = analyze_evidence(ev, job)
         text = render(ev, result, limits=Limits(top_workers=top), earlier=earlier.runs(ev))  # cached
         path = (output or default_path(ev)).absolute()
-        try:
-            path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise ZdebugError(f"{path}: cannot write ({exc.strerror})") from None
-        size = len(text.encode())
+        data = text.encode()
+        write_file(path, data)
+        size = len(data)
         summary = {
             "schema_version": SCHEMA_VERSION,
             "job": ev.job,

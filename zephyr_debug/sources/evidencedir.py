@@ -5,7 +5,8 @@
 - Iris list-tasks / get-task-logs JSON -> tasks;  get_counters JSON -> counters
 - Zephyr's finelog rows saved in an Iris snapshot (Parquet) -> merged telemetry (iris_finelog)
 
-Files that are unreadable are reported as warnings; only when nothing at all is usable does
+zdebug's own reports (`zdebug report` writes `<dir>/report.html`) are skipped silently. Files
+that are unreadable are reported as warnings; only when nothing at all is usable does
 loading fail, with one `file:line: …` error.
 """
 
@@ -17,13 +18,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from zephyr_debug import workerid
 from zephyr_debug.errors import EvidenceError, ZdebugError
 from zephyr_debug.model import ALIVE_STATES, STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, frame
-from zephyr_debug.sources import counters, iris_finelog, jobstatus, logtext, tasks
+from zephyr_debug.sources import counters, fusion, iris_finelog, jobstatus, logtext, tasks
 from zephyr_debug.sources.timeline import Timeline
 
 MAX_JSON_BYTES = 256 << 20
 IRIS_LINE_RE = re.compile(rb"\[\d\d:\d\d:\d\d\] ")  # `iris job logs` lines start like a JSON list
+# The start of a page `zdebug report` wrote (render/report.py): its own output, never evidence.
+REPORT_RE = re.compile(rb"<!doctype html>\s*<html[^>]*><head><meta charset=\"utf-8\"><title>zdebug report ", re.I)
 
 
 def load(path: Path) -> Evidence | None:
@@ -69,7 +73,7 @@ def classify(file: Path) -> tuple[str | None, object]:
     with open(file, "rb") as fh:
         head = fh.read(logtext.SNIFF_BYTES)
     body = head.lstrip()
-    if not body:
+    if not body or REPORT_RE.match(body):  # empty, or a report left among the evidence
         return None, None
     if iris_finelog.is_file(file, head):
         return "finelog", None
@@ -116,10 +120,20 @@ def _from_logs(path: Path, parts: dict[str, list]) -> Evidence:
     name = path.name if path.is_dir() else path.stem
     logs = [file for file, _ in parts["log"]]
     tl = Timeline(name, str(path))
-    for file in logs:
-        logtext.LogScanner(tl, str(file)).scan_file(file)
-    for file, records in parts["records"]:
-        logtext.LogScanner(tl, str(file)).scan_records(records)
+    if len(logs) + len(parts["records"]) == 1:  # one source: folded as it is read (the bulk path where it pays)
+        for file in logs:
+            logtext.LogScanner(tl, str(file)).scan_file(file)
+        for file, records in parts["records"]:
+            logtext.LogScanner(tl, str(file)).scan_records(records)
+    else:  # several: folded in time order across them
+        buffers = []
+        for file in logs:
+            buffers.append(fusion.EventBuffer(name, str(file)))
+            logtext.LogScanner(buffers[-1], str(file), dense=False).scan_file(file)
+        for file, records in parts["records"]:
+            buffers.append(fusion.EventBuffer(name, str(file)))
+            logtext.LogScanner(buffers[-1], str(file)).scan_records(records)
+        fusion.replay(tl, buffers)
     if tl.events:
         return tl.finish()
     if logs and not (parts["status"] or parts["tasks"] or parts["counters"]):
@@ -166,11 +180,15 @@ def _overlay_status(ev: Evidence, status: JobStatus, file: Path) -> None:
 
 
 def _merge_workers(base: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
-    """Rows of `extra` fill/override the same worker's known (non-null) fields; new workers append."""
+    """Rows of `extra` fill/override the same worker's known (non-null) fields, whatever form of
+    its name each holds (`workerid.key`); new workers append."""
     if not len(base):
         return extra
     if not len(extra):
         return base
+    known = {workerid.key(w): w for w in base["worker"].dropna().astype(str)}  # the newest name of each
+    extra = extra.assign(worker=[known.get(workerid.key(w), w) for w in extra["worker"].astype(str)])
+    extra = extra.drop_duplicates("worker", keep="last")
     merged = base.set_index("worker")
     update = extra.set_index("worker")
     for col in update.columns:
