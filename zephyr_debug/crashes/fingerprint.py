@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 import signal as signals
+import sys
 from typing import NamedTuple
 
 from zephyr_debug import zephyrlog
@@ -33,7 +34,11 @@ CHAINED = ("\nThe above exception was the direct cause", "\nDuring handling of t
 GROUP_PREFIX = re.compile(r"^\s*[|+] ?")
 GROUP_SEPARATOR = re.compile(r"^\s*\+-")
 SITE = re.compile(r"/(?:site|dist)-packages/(.*)$")
-STDLIB = re.compile(r"/lib/python\d+(?:\.\d+)?/(.*)$")
+# A zipapp, zipimport archive, egg, wheel or pex: the module path starts inside the archive.
+ARCHIVE = re.compile(r"\.(?:pyz|zip|egg|whl|pex|par)/(.*)$")
+STDLIB = re.compile(r"/(?:lib/python\d+(?:\.\d+)?|Lib)/(.*)$")  # `Lib`: Windows
+STDLIB_NAMES = frozenset(sys.stdlib_module_names) | {"frozen"}
+CARETS = re.compile(r"[\^~ \t]+")  # the 3.11+ position markers under a source line
 KINDS = ("task", "infra", "oom", "segv", "exit")
 MAX_SHOWN_FRAMES = 8
 TRUNCATED = "TruncatedTraceback"  # a traceback cut before its exception line
@@ -42,8 +47,9 @@ MAX_RAW = 500  # characters of a raw message kept
 
 
 class Frame(NamedTuple):
-    name: str  # module:function
+    name: str  # module:function, the module named from its package root
     in_app: bool
+    key: str = ""  # what the fingerprint hashes: the module's last `module_depth` parts:function
 
 
 class Stack(NamedTuple):
@@ -80,6 +86,9 @@ class Fingerprinter:
         self.library_path = re.compile(settings["library_path"])
         self.signals: dict[str, str] = config["signals"]
         self.in_app_rules = [(re.compile(rf"^{re.escape(pkg)}(?:\.|$)"), True) for pkg in in_app]
+        self.libraries = frozenset(config.get("libraries", {}).get("packages", ()))
+        # Top-level package names a module path starts at, wherever it is installed or checked out.
+        self.roots = frozenset(settings.get("roots", ())) | {pkg.split(".")[0] for pkg in in_app}
         self.in_app_rules += [(re.compile(r["module"]), bool(r["in_app"])) for r in config.get("in_app", [])]
         self.norm = Normalizer(config["masks"])
         self._frames: dict[tuple[str, str], Frame] = {}
@@ -93,7 +102,8 @@ class Fingerprinter:
         if frame is None:
             module, origin = self.module(path)
             in_app = next((flag for regex, flag in self.in_app_rules if regex.search(module)), origin == "app")
-            frame = Frame(f"{module}:{function}", in_app)
+            tail = ".".join(module.split(".")[-self.module_depth :])
+            frame = Frame(f"{module}:{function}", in_app, f"{tail}:{function}")
             if len(self._frames) > 500_000:
                 self._frames.clear()
             self._frames[key] = frame
@@ -102,7 +112,8 @@ class Fingerprinter:
     def frames(self, region: str) -> list[tuple[Frame, str | None]]:
         """(frame, source line) of every `File` line in `region`, in print order."""
         return [
-            (self.frame(path, function.rstrip()), context or None) for path, function, context in FRAMES.findall(region)
+            (self.frame(path, function.rstrip()), _context(context))
+            for path, function, context in FRAMES.findall(region)
         ]
 
     def stack(self, region: str, innermost_first: bool = False) -> Stack:
@@ -122,26 +133,42 @@ class Fingerprinter:
         chosen = _chosen(innermost_first, self.depth)
         context = chosen[0][1] if chosen and self.context_line else None
         return Stack(
-            tuple(f.name for f, _ in chosen),
+            tuple(f.key for f, _ in chosen),
             context,
             tuple(f.name for f, _ in _chosen(innermost_first, MAX_SHOWN_FRAMES)),
             any(f.in_app for f, _ in chosen),
         )
 
     def module(self, path: str) -> tuple[str, str]:
-        """(dotted module, origin) of a frame's file: origin is stdlib | library | app."""
+        """(dotted module, origin) of a frame's file: origin is stdlib | library | app.
+
+        The module is named from its package root, the same from a checkout, site-packages, a
+        zipapp or another machine's paths; the origin comes from that name (the stdlib's module
+        names, the `[libraries]` of the rules), never from where the file was installed."""
         if path.startswith("<"):
-            return path.strip("<>"), "stdlib" if path.startswith("<frozen") else "app"
-        if m := SITE.search(path):
-            return _dotted(m.group(1)), "library"
-        if self.library_path.search(path):
-            return _dotted(path.rsplit(".", 1)[0]), "library"
-        if m := STDLIB.search(path):
+            if path.startswith("<frozen "):  # `<frozen runpy>` (3.11+) is `.../lib/python3.10/runpy.py`
+                return path[8:].strip("<> "), "stdlib"
+            return path.strip("<>"), "app"
+        if "\\" in path:
+            path = path.replace("\\", "/")
+        if m := SITE.search(path) or ARCHIVE.search(path):
+            module = _dotted(m.group(1))
+        elif m := STDLIB.search(path):
             return _dotted(m.group(1)), "stdlib"
-        parts = self.norm.text(path).split("/")
-        roots = [i for i, p in enumerate(parts) if p.startswith("<")]  # a masked root: the module starts after it
-        parts = [p for p in parts[roots[-1] + 1 if roots else 0 :] if p]
-        return _dotted("/".join(parts[-self.module_depth :])), "app"
+        elif self.library_path.search(path):
+            return _dotted(path.rsplit(".", 1)[0]), "library"
+        else:
+            parts = self.norm.text(path).split("/")
+            masked = [i for i, p in enumerate(parts) if p.startswith("<")]  # the module starts after it
+            parts = [p for p in parts[masked[-1] + 1 if masked else 0 :] if p]
+            root = next((i for i in range(len(parts) - 2, -1, -1) if parts[i] in self.roots), None)
+            if root is None:  # a checkout of no known package: its last `module_depth` parts
+                return _dotted("/".join(parts[-self.module_depth :])), "app"
+            module = _dotted("/".join(parts[root:]))
+        top = module.split(".", 1)[0]
+        if top in STDLIB_NAMES:
+            return module, "stdlib"
+        return module, "library" if top in self.libraries else "app"
 
     # -- signature ---------------------------------------------------------------------
     def signature(self, text: str, kind: str | None = None, stage: str | None = None) -> Signature:
@@ -265,6 +292,12 @@ def _root_and_wrapper(text: str) -> list[re.Match]:
         return [first]
     last = BLOCK.search(text, text.rfind("\nTraceback (most recent call last):") + 1)
     return [first, last] if last is not None and last.start() != first.start() else [first]
+
+
+def _context(line: str) -> str | None:
+    """A frame's source line; a caret line (3.11+ markers, no source above it) is none."""
+    line = line.rstrip()
+    return None if not line or CARETS.fullmatch(line) else line
 
 
 def _dotted(path: str) -> str:
