@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from zephyr_debug import workerid
 from zephyr_debug.errors import EvidenceError, ZdebugError
 from zephyr_debug.model import ALIVE_STATES, STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, frame
-from zephyr_debug.sources import counters, fusion, iris_finelog, jobstatus, logtext, tasks
+from zephyr_debug.sources import counters, iris_finelog, jobstatus, logtext, tasks
 from zephyr_debug.sources.timeline import Timeline
 
 MAX_JSON_BYTES = 256 << 20
@@ -120,20 +119,10 @@ def _from_logs(path: Path, parts: dict[str, list]) -> Evidence:
     name = path.name if path.is_dir() else path.stem
     logs = [file for file, _ in parts["log"]]
     tl = Timeline(name, str(path))
-    if len(logs) + len(parts["records"]) == 1:  # one source: folded as it is read (the bulk path where it pays)
-        for file in logs:
-            logtext.LogScanner(tl, str(file)).scan_file(file)
-        for file, records in parts["records"]:
-            logtext.LogScanner(tl, str(file)).scan_records(records)
-    else:  # several: folded in time order across them
-        buffers = []
-        for file in logs:
-            buffers.append(fusion.EventBuffer(name, str(file)))
-            logtext.LogScanner(buffers[-1], str(file), dense=False).scan_file(file)
-        for file, records in parts["records"]:
-            buffers.append(fusion.EventBuffer(name, str(file)))
-            logtext.LogScanner(buffers[-1], str(file)).scan_records(records)
-        fusion.replay(tl, buffers)
+    for file in logs:
+        logtext.LogScanner(tl, str(file)).scan_file(file)
+    for file, records in parts["records"]:
+        logtext.LogScanner(tl, str(file)).scan_records(records)
     if tl.events:
         return tl.finish()
     if logs and not (parts["status"] or parts["tasks"] or parts["counters"]):
@@ -180,15 +169,11 @@ def _overlay_status(ev: Evidence, status: JobStatus, file: Path) -> None:
 
 
 def _merge_workers(base: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
-    """Rows of `extra` fill/override the same worker's known (non-null) fields, whatever form of
-    its name each holds (`workerid.key`); new workers append."""
+    """Rows of `extra` fill/override the same worker's known (non-null) fields; new workers append."""
     if not len(base):
         return extra
     if not len(extra):
         return base
-    known = {workerid.key(w): w for w in base["worker"].dropna().astype(str)}  # the newest name of each
-    extra = extra.assign(worker=[known.get(workerid.key(w), w) for w in extra["worker"].astype(str)])
-    extra = extra.drop_duplicates("worker", keep="last")
     merged = base.set_index("worker")
     update = extra.set_index("worker")
     for col in update.columns:
