@@ -202,17 +202,39 @@ def test_normalize_masks_what_varies_and_keeps_code_locations(zdebug):
     [
         os.urandom(4096),
         b"\x00\x01garbage\xff" * 50,
-        b'Traceback (most recent call last):\n  File "x.py", line 1, in f\n',
+        b"",
+        b"\n\n",
+        b"lorem ipsum dolor sit amet\nconsectetur adipiscing elit\n" * 20,
+        bytes(range(256)) * 8,
     ],
+    ids=["random-bytes", "nul-garbage", "empty", "blank-lines", "random-text", "all-bytes"],
 )
-def test_bad_input_is_skipped_and_counted_never_a_traceback(zdebug, tmp_path, content):
+def test_unreadable_evidence_exits_3_with_one_line_naming_the_file(zdebug, tmp_path, content):
     path = tmp_path / "bad.log"
     path.write_bytes(content)
-    code, out, err = zdebug("crashes", str(path), "--dedupe", "--json")
+    for args in ([], ["--dedupe"], ["--dedupe", "--json"], ["--group", "ab"]):
+        code, out, err = zdebug("crashes", str(path), *args)
+        assert code == 3, (args, out, err)
+        assert err.count(b"\n") == 1 and err.startswith(b"zdebug: error:") and str(path).encode() in err, err
+        assert b"Traceback" not in err and not out
+    code, _, err = zdebug("crashes", "-", "--dedupe", stdin=content)
+    assert code == 3 and err.count(b"\n") == 1 and b"<stdin>" in err
+
+
+def test_a_cut_traceback_and_a_log_without_crashes_are_readable(zdebug, tmp_path):
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(b'Traceback (most recent call last):\n  File "x.py", line 1, in f\n')
+    code, out, err = zdebug("crashes", str(cut), "--dedupe", "--json")
     assert code == 0 and b"Traceback" not in err
-    data = json.loads(out)
-    if b"\x00" in content:
-        assert data["skipped_lines"] > 0 and data["warnings"]
+    assert sum(g["count"] for g in json.loads(out)["groups"]) == 1
+    quiet = tmp_path / "worker.log"
+    quiet.write_text("2026-12-02 21:59:16,743 INFO zephyr.worker: [w-1] Executing stage s0 shard 7 (attempt 0)\n")
+    code, out, err = zdebug("crashes", str(quiet), "--json")
+    assert code == 0 and json.loads(out)["crashes"] == []
+    mixed = tmp_path / "mixed.log"  # binary lines in a log with crashes: skipped and counted
+    mixed.write_bytes((CORPUS / "logs" / "mixed.log").read_bytes() + b"\x00\x01garbage\xff\n" * 5)
+    code, out, err = zdebug("crashes", str(mixed), "--dedupe", "--json")
+    assert code == 0 and json.loads(out)["skipped_lines"] == 5 and json.loads(out)["warnings"]
 
 
 def test_missing_inputs_are_one_line_errors(zdebug, tmp_path):

@@ -51,8 +51,9 @@ def test_an_in_app_site_is_one_group_whatever_its_message_and_keeps_the_variants
     other_site = fp.signature(_raised(lambda t: json.loads(t), "{a: 1}"))
     assert other_site.fingerprint != sigs[0].fingerprint  # the context line tells sites apart
     (group,) = cluster([Crash(text=t, source=f"f{i}") for i, t in enumerate(texts)], fp)
-    assert group.count == 5 and sum(n for _, n in group.variants) == 5
-    assert group.raw_message == sigs[0].raw and group.message == "<json-error>: line <num> column <num> (char <num>)"
+    assert group.count == 5 and sum(v.n for v in group.variants) == 5
+    assert {v.example for v in group.variants} <= {s.raw for s in sigs}
+    assert group.raw_message == sigs[-1].raw and group.message == "<json-error>: line <num> column <num> (char <num>)"
 
 
 @pytest.mark.parametrize(
@@ -197,22 +198,32 @@ def test_the_job_input_copies_crashes_and_leaves_the_evidence_alone():
     assert "KeyError" not in found.text and ev.crashes[0].text == text and found is not crash
 
 
-def test_text_output_shows_the_raw_message_beside_its_template_and_1_based_attempts():
+def test_text_output_shows_the_raw_message_not_its_template_and_1_based_attempts():
     log = (
         "2026-12-02 21:59:16,743 INFO zephyr.worker: [w-1] Executing stage stage0-Map shard 7 (attempt 0)\n"
         + _raised(lambda r: r["user_id"], {})
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "zephyr_debug.cli", "crashes", "-", "--dedupe"],
-        input=log,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "80"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "'user_id'" in proc.stdout and "template: <str>" in proc.stdout and "attempts 1 " in proc.stdout
-    assert max(map(len, proc.stdout.splitlines())) <= 80
+
+    def run(*args: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "zephyr_debug.cli", "crashes", "-", *args],
+            input=log,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "COLUMNS": "80"},
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    text = run("--dedupe")
+    assert "KeyError: 'user_id'" in text and "<str>" not in text and "template" not in text
+    assert "stage0-Map: shard 7" in text and "attempts 1 " in text
+    assert 'lambda r: r["user_id"]' in text  # the in-app frame with its source line
+    assert max(map(len, text.splitlines())) <= 80
+    (group,) = json.loads(run("--dedupe", "--json"))["groups"]
+    assert group["message"] == "<str>" and group["variants"][0]["template"] == "<str>"
+    assert group["raw_message"] == "'user_id'" and group["stages"] == ["stage0-Map"]
 
 
 def test_split_and_coalesce_keep_a_dump_with_its_traceback_form_too():

@@ -1,4 +1,4 @@
-"""`zdebug crashes <source> [--dedupe]` and `zdebug crashes normalize FILE`."""
+"""`zdebug crashes <source> [--dedupe | --group FP]` and `zdebug crashes normalize FILE`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
         epilog=examples(
             "zdebug crashes latest --dedupe   # the newest job, grouped",
             "zdebug crashes worker-3.log --shard 5",
+            "zdebug crashes latest --group 1a2b3c4d   # one group whole",
             "zdebug crashes crashes/ --dedupe --in-app mypipeline",
             "iris job logs /alice/my-pipeline | zdebug crashes - --dedupe",
             "zdebug crashes normalize crash.txt",
@@ -37,6 +38,13 @@ def register(app: typer.Typer) -> None:
             "normalized form of the crash reports in FILE.",
         ),
         dedupe: bool = typer.Option(False, "--dedupe", help="Group crashes by fingerprint."),
+        group: str = typer.Option(
+            None,
+            "--group",
+            metavar="FP",
+            help="Open one group whole (a fingerprint or its prefix): first and latest event, "
+            "every event in time order, the verdict, the playbook.",
+        ),
         shard: int = typer.Option(None, "--shard", metavar="N", help="Only crashes of this shard."),
         in_app: list[str] = typer.Option(
             None, "--in-app", metavar="PKG", help="Frames of module PKG (and its submodules) are in-app; repeatable."
@@ -67,27 +75,61 @@ def register(app: typer.Typer) -> None:
         if len(args) != 1:
             raise UsageError(f"expected one SOURCE, got {len(args)}: {' '.join(args)}")
         source = args[0]
-        found = _crashes(source, stats, as_json)
+        found, job = _crashes(source, stats, as_json)
         if shard is not None:
             found = (c for c in found if c.shard == shard)
-        context = {"source": source, "shard": shard}
-        if dedupe:
-            _finish(view.groups, {**context, "groups": cluster(found, fp)}, stats, as_json)
+        context = {"source": source, "job": job, "shard": shard}
+        if group is not None:
+            grouped = cluster(found, fp, job=job)
+            _readable(source, stats)
+            chosen = _one_group(grouped, group, source)
+            _finish(view.group, {**context, "group": chosen, "fingerprinter": fp}, stats, as_json)
+        elif dedupe:
+            grouped = cluster(found, fp, job=job)
+            _readable(source, stats)
+            _finish(view.groups, {**context, "groups": grouped, "fingerprinter": fp}, stats, as_json)
         else:
-            _finish(view.rows, {**context, "crashes": list(rows(found, fp))}, stats, as_json)
+            listed = list(rows(found, fp))
+            _readable(source, stats)
+            _finish(view.rows, {**context, "crashes": listed}, stats, as_json)
 
 
-def _crashes(source: str, stats: Stats, as_json: bool) -> Iterator[Crash]:
-    """Logs and crash files are split here; jobs and JSON evidence (Iris get-task-logs, snapshot
-    dirs) go through the evidence loaders."""
+def _crashes(source: str, stats: Stats, as_json: bool) -> tuple[Iterator[Crash], str | None]:
+    """(crashes, job id when the source is a job). Logs and crash files are split here; jobs and
+    JSON evidence (Iris get-task-logs, snapshot dirs) go through the evidence loaders."""
     from zephyr_debug.crashes import inputs
 
     path = Path(source)
     if source == "-" or (path.is_file() and not _json(path)):
-        return inputs.stream(source, stats)
+        return inputs.stream(source, stats), None
     if path.is_dir() and not jobstore.is_job_dir(path) and not any(path.rglob("*.json")):
-        return inputs.directory(path, stats)
-    return iter(inputs.job(load_evidence(source, as_json), stats))
+        return inputs.directory(path, stats), None
+    ev = load_evidence(source, as_json)
+    return iter(inputs.job(ev, stats)), ev.job
+
+
+def _readable(source: str, stats: Stats) -> None:
+    """A file (or stdin) that holds no crash report must at least be text a log is made of:
+    an empty file, a binary file or random text is unreadable evidence (exit 3), not 0 crashes."""
+    path = Path(source)
+    if stats.reports or not (source == "-" or (path.is_file() and not _json(path))):
+        return  # jobs, directories and JSON evidence have their own loaders' errors
+    name = "<stdin>" if source == "-" else source
+    if stats.lines == 0:
+        raise EvidenceError(f"{name}: empty (no crash report, no log line)")
+    if stats.skipped * 2 >= stats.lines:
+        raise EvidenceError(f"{name}: binary or undecodable ({stats.skipped} of {stats.lines} lines unreadable)")
+    if stats.records == 0:
+        raise EvidenceError(f"{name}: no crash report and no log line in {stats.lines} line(s): not a log")
+
+
+def _one_group(groups: list, wanted: str, source: str):
+    matches = [g for g in groups if g.fingerprint.startswith(wanted.lower())]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise UsageError(f"{source}: no crash group {wanted!r} ({len(groups)} group(s); see --dedupe)")
+    raise UsageError(f"{source}: {wanted!r} names {len(matches)} groups: give more of the fingerprint")
 
 
 def _json(path: Path) -> bool:
@@ -119,8 +161,11 @@ def _finish(render, data: dict, stats: Stats, as_json: bool) -> None:
         from zephyr_debug.crashes.cluster import SCHEMA_VERSION
 
         payload = {"schema_version": SCHEMA_VERSION, **data}  # materialized above: lists
+        payload.pop("fingerprinter", None)
         if "groups" in payload:
             payload["groups"] = [g.to_json() for g in payload["groups"]]
+        if "group" in payload:
+            payload["group"] = payload["group"].to_json()
         payload["skipped_lines"] = stats.skipped
         payload["warnings"] = _warnings(stats)
         print_json(payload)

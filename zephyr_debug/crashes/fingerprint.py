@@ -72,6 +72,10 @@ class Signature(NamedTuple):
     raw: str = ""  # the root exception's message as printed (this crash's, not the group's)
     exit_code: int | None = None  # a subprocess' exit code, when the crash reports one
     signal: str | None = None  # the fatal signal (SIGSEGV, SIGKILL, ...), when there is one
+    # The crash site without its source line (kind, type, in-app frames): a report printed
+    # without source lines (a zipapp on 3.11/3.12, a paste) joins the group of its full twin.
+    site: tuple = ()
+    partial: str | None = None  # "bare" (no frame at all) | "no-source" (no source line): a twin may hold it
 
 
 class Fingerprinter:
@@ -209,13 +213,13 @@ class Fingerprinter:
         elif kind == "exit":
             sig = self._make(kind, exc_type, template, (), wrapper, ("exit", code), code)
         elif stack.in_app:
-            sig = self._make(
-                kind, exc_type, template, stack.shown, wrapper, (kind, exc_type, stack.context, *stack.key)
-            )
+            partial = "no-source" if stack.context is None and self.context_line else None
+            key = (kind, exc_type, stack.context, *stack.key)
+            sig = self._make(kind, exc_type, template, stack.shown, wrapper, key, None, key[:2] + key[3:], partial)
         else:
-            sig = self._make(
-                kind, exc_type, template, stack.shown, wrapper, (kind, exc_type, template, stack.context, *stack.key)
-            )
+            partial = "bare" if not stack.shown and kind == "task" and exc_type else None
+            key = (kind, exc_type, template, stack.context, *stack.key)
+            sig = self._make(kind, exc_type, template, stack.shown, wrapper, key, None, (), partial)
         raw = message.split("\n", 1)[0][:MAX_RAW]
         return sig if sig.raw == raw else sig._replace(raw=raw)
 
@@ -257,8 +261,10 @@ class Fingerprinter:
         wrapper: str | None,
         key: tuple,
         exit_code: int | None = None,
+        site: tuple = (),
+        partial: str | None = None,
     ) -> Signature:
-        memo = (key, exc_type, template, frames, wrapper, exit_code)
+        memo = (key, exc_type, template, frames, wrapper, exit_code, partial)
         sig = self._signatures.get(memo)
         if sig is None:
             digest = hashlib.blake2b("\x1f".join(map(str, key)).encode(), digest_size=8).hexdigest()
@@ -266,7 +272,16 @@ class Fingerprinter:
                 self._signatures.clear()
             signal = exc_type if kind == "segv" else _signal_name(exit_code)
             sig = self._signatures[memo] = Signature(
-                digest, kind, exc_type, template, frames, wrapper, exit_code=exit_code, signal=signal
+                digest,
+                kind,
+                exc_type,
+                template,
+                frames,
+                wrapper,
+                exit_code=exit_code,
+                signal=signal,
+                site=site,
+                partial=partial,
             )
         return sig
 

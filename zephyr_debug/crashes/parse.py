@@ -76,6 +76,7 @@ class Stats:
     skipped: int = 0
     truncated: int = 0
     reports: int = 0
+    records: int = 0  # lines that look like log records (prefix times, Iris' prefix)
 
 
 @dataclass
@@ -151,6 +152,7 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
         if cur is None and not any(t in line for t in TRIGGERS):  # most lines: nothing to do
             if line[4:5] == "-" or line[1:9].isdigit():
                 ctx.record = line
+                stats.records += line[:4].isdigit() or line[1:9].isdigit()
             prev = line
             continue
         record = None
@@ -158,6 +160,7 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
             record = RECORD.match(line)
         elif line.startswith("[") and (m := IRIS.match(line)):
             line = line[m.end() :]
+            stats.records += 1
         if cur is not None:
             if record is None and _feed(cur, line):
                 prev = line
@@ -167,6 +170,7 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
             cur = None
         if record is not None:
             ctx.record = line
+            stats.records += 1
             line = record["message"]
             ctx.see(line)
         if TRACEBACK_START.match(line):
