@@ -32,6 +32,16 @@ FAULT_BODY = re.compile(
     r"^(?:$|\s+File \"|\s+<no Python frame>|\s+\.\.\.|\s+Garbage-collecting|Current thread |Thread 0x|"
     r"Stack \(most|<Cannot show|Python runtime state:|Fatal Python error:)"
 )
+# A traceback frame line with no `Traceback (most recent call last):` above it (a paste, a
+# chained part cut from its header): the report starts here, the header is put back.
+HEADLESS_FRAME = re.compile(r'^  File "[^"]+", line \d+, in ')
+HEADER = "Traceback (most recent call last):"
+# An exception line on its own (`KeyError: 'user_id'`): a crash only in an input holding no report.
+BARE_EXCEPTION = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Invalid|Iteration|Timeout|Fault)"
+    r"(?::(?: .*)?)?$"
+)
+MAX_BARE_INPUT = 20  # non-blank lines of an input whose bare exception lines are crashes
 CHAIN = (
     "The above exception was the direct cause of the following exception:",
     "During handling of the above exception, another exception occurred:",
@@ -62,6 +72,7 @@ TRIGGERS = (
     "due to infra failure",
     "Executing stage",
     "error on shard",
+    'File "',
 )
 INFRA_REQUEUE = re.compile(
     zephyrlog.INFRA_REQUEUE.pattern.decode().split(" due to infra failure")[0] + r" due to infra failure[^\n]*"
@@ -148,11 +159,17 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
     ctx = _Context()
     cur: _Open | None = None
     prev = ""
+    found = stats.reports
+    bare: list[tuple[int, str]] | None = []  # bare exception lines of a short input (None: too long)
     for lineno, line in enumerate(lines, 1):
         if cur is None and not any(t in line for t in TRIGGERS):  # most lines: nothing to do
             if line[4:5] == "-" or line[1:9].isdigit():
                 ctx.record = line
                 stats.records += line[:4].isdigit() or line[1:9].isdigit()
+            elif bare is not None and line.strip():
+                bare = bare if len(bare) < MAX_BARE_INPUT and lineno <= 4 * MAX_BARE_INPUT else None
+                if bare is not None and BARE_EXCEPTION.match(line.strip()):
+                    bare.append((lineno, line.strip()))
             prev = line
             continue
         record = None
@@ -184,6 +201,8 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
             )
         elif FAULT_START.match(line):
             cur = _Open("fault", lineno, [line], "body")
+        elif HEADLESS_FRAME.match(line):
+            cur = _Open("traceback", lineno, [HEADER, line], "frames")
         elif "Subprocess for shard" in line and (m := ZEPHYR_ONE_LINE.search(line)):
             text = (
                 m.group(0) if m["type"] else ("MemoryError: " if "SIGKILL" in line else "RuntimeError: ") + m.group(0)
@@ -196,6 +215,9 @@ def split(lines: Iterable[str], source: str, stats: Stats | None = None) -> Iter
         prev = line
     if cur is not None and not cur.restated:
         yield _close(cur, source, ctx, stats)
+    if bare and stats.reports == found:
+        for lineno, line in bare:
+            yield _crash(line, source, lineno, ctx, stats)
 
 
 def _feed(cur: _Open, line: str) -> bool:
@@ -220,10 +242,13 @@ def _feed(cur: _Open, line: str) -> bool:
         cur.state = "chain"
         return True
     if cur.state == "chain":
-        if not TRACEBACK_START.match(line):
+        headless = bool(HEADLESS_FRAME.match(line))  # a chained part pasted without its header
+        if headless:
+            _append(cur, HEADER)
+        elif not TRACEBACK_START.match(line):
             return False
         _append(cur, line)
-        cur.state, cur.group = "frames", line[0] != "T"
+        cur.state, cur.group = "frames", not headless and line[0] != "T"
         return True
     if cur.state == "frames":
         if line[0] in " \t|+":
