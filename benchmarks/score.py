@@ -2,7 +2,8 @@
 
 Shard level: (stage, shard, cause) triples. A finding counts once for each shard it covers
 (`shards`, else `shard`) and each cause in its `causes`. Job level: a finding without a
-shard counts by kind (or a cause) against truth's `job` list. Findings of severity `info`
+shard counts by kind (or a cause) against truth's `job` list; the finding that aborted the
+pipeline (`aborted_pipeline` in its metrics) also counts the job's `aborted`. Findings of severity `info`
 (e.g. `recovered`) are information, not faults: not counted.
 """
 
@@ -43,6 +44,8 @@ def score(truth: dict, findings) -> Score:
     for f in findings:
         if f.severity == INFO:
             continue
+        if dict(f.metrics).get("aborted_pipeline"):  # the abort is the outcome of its root cause (issue 27)
+            job_got.add("aborted")
         shards = f.shards or ((f.shard,) if f.shard is not None else ())
         if not shards:
             job_got.add(next((k for k in (f.kind, *f.causes) if k in job_expected), f.kind))

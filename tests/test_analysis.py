@@ -86,8 +86,10 @@ def test_crash_loop_counts_against_the_task_limit(reference_job):
     assert f.shard == 2 and f.severity == ERROR
     assert f.next[0] == f"zdebug crashes {result.execution_id} --dedupe --shard 2"
     assert any("3/3 TASK" in line for line in f.evidence)
-    aborted = next(f for f in a.findings if f.kind == "aborted")
-    assert f.title in aborted.evidence[0] and aborted.shard is None  # one root cause, the abort points at it
+    # one root cause: the abort is its outcome (its metrics, its evidence, the headline), not a second finding
+    assert dict(f.metrics)["aborted_pipeline"] is True and not [g for g in a.findings if g.kind == "aborted"]
+    assert any(line.startswith("aborted the pipeline: Shard 2 failed 3 times") for line in f.evidence)
+    assert a.headline.startswith("Aborted in") and f.title in a.headline
 
 
 def test_failures_a_retry_absorbed_are_information_with_their_kind(reference_job):

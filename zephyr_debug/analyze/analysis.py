@@ -8,7 +8,7 @@ cost (idle and burned worker-hours, stage time held).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from zephyr_debug.analyze import (
 )
 from zephyr_debug.analyze.nextsteps import Steps, is_live
 from zephyr_debug.analyze.tail import Episode, episodes, stage_bounds
-from zephyr_debug.analyze.thresholds import Thresholds
+from zephyr_debug.analyze.thresholds import REQUEUE_GRACE_HEARTBEATS, Thresholds
 from zephyr_debug.findings import ERROR, INFO, SCHEMA_VERSION, SEVERITIES, WARNING, Cost, Finding, clean_number
 from zephyr_debug.model import HEARTBEAT_INTERVAL_S, Evidence
 
@@ -203,10 +203,10 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     prog = progress.latest(ev, shards)
     tail = tuple(episodes(ev))
     pool = liveness.pool(ev)
-    stats = outliers.stage_stats(shards, {s.name: s.total for s in ev.stages}, progress.queue_empty(ev, prog), hb, th)
+    stats = outliers.stage_stats(shards, {s.name: s.total for s in ev.stages}, progress.queue_empty(ev, prog), th)
     shards = outliers.held(shards, stats, ev.now)
     shards = liveness.add_holders(speed.add_speed(shards, stats), ev)
-    held_enough = shards["held_s"] >= th.min_held_heartbeats * hb
+    held_enough = shards["held_s"] >= th.min_held_heartbeats * shards["tick_s"].fillna(0.0)
     judged = shards["stage"].map(stats["judged"]).fillna(False).astype(bool)
     shards["held_s"] = shards["held_s"].where(judged | ~shards["running"], 0.0)
     idle = _idle_hours(ev)
@@ -214,10 +214,14 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     found: list[Finding] = []
     if pool.all_dead:
         found.append(_all_dead(ev, pool, shards, steps, idle, prog))
-    solo = {stage: progress.alone(ev, stage) for stage in dict.fromkeys([*(s.name for s in ev.stages), *stats.index])}
+    solo = {
+        stage: progress.alone(ev, stage, stats["median_s"].get(stage, np.nan))
+        for stage in dict.fromkeys([*(s.name for s in ev.stages), *stats.index])
+    }
     fail_findings, covered = failures.findings(ev, shards, groups, steps, th, hb, idle, solo)
     found += fail_findings
     frozen = progress.frozen_items_s(ev, prog)
+    frozen_need = th.stuck_heartbeats * _status_period(ev, prog.stage, hb)
     gone = pool.all_dead
     sizes_from = "Zephyr's telemetry" if "finelog" in ev.provenance else ""
     stalled_now = (
@@ -238,7 +242,7 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
             st["p99_s"],
             st["cut_s"],
             int(np.nan_to_num(st["peers"])),
-            frozen if r.stage == prog.stage else 0.0,
+            frozen if r.stage == prog.stage and frozen >= frozen_need else 0.0,
             solo.get(r.stage),
             sizes_from,
         )
@@ -249,13 +253,13 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
             ev, shards, solo, {f.stage for f in found if f.stage and f.severity != INFO}, hb, th, steps, idle
         )
     stragglers = [f for f in found if f.kind in causes.STRAGGLER_KINDS]
-    if frozen >= th.stuck_heartbeats * hb and not any(f.stage == prog.stage for f in stragglers) and not gone:
+    if frozen >= frozen_need and not any(f.stage == prog.stage for f in stragglers) and not gone:
         found.append(causes.frozen_stage(prog, frozen, hb, steps))
     if not gone:
-        found += _dead_holders(ev, shards, covered, steps)
+        found += _dead_holders(ev, shards, covered, steps, hb)
     found += speed.slow_workers(shards, stats, {f.worker for f in stragglers if f.worker}, th)
     if ev.state == "failed":
-        found.append(_aborted(ev, prog, steps, found))
+        found = _aborted(ev, prog, steps, found)
     stall = progress.stalled(ev, th.stall_s)
     if stall is not None:
         found.append(stall)
@@ -284,6 +288,12 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
         warnings=tuple(ev.warnings),
         next=tuple(dict.fromkeys(step for f in found if f.severity != INFO for step in f.next[:1])),
     )
+
+
+def _status_period(ev: Evidence, stage: str, hb: float) -> float:
+    """The period of the stage's status lines (their time resolution), else the heartbeat interval."""
+    period = progress.status_interval(ev, stage) if stage else np.nan
+    return float(period) if period > 0 else hb
 
 
 def _crash_groups(ev: Evidence) -> list:
@@ -328,12 +338,12 @@ def _solo_tails(
             or stage in explained
             or not al.shard_s > 0
             or al.seconds < th.alone_shards * al.shard_s
-            or al.seconds < th.min_held_heartbeats * hb
+            or al.seconds < th.min_held_heartbeats * al.line_period(hb)
         ):
             continue
         seen = shards["running"].to_numpy(dtype=bool) | shards["done"].to_numpy(dtype=bool) if len(shards) else []
         mine = (
-            shards[seen & (shards["stage"] == stage) & (shards["end"] >= al.end - max(2 * hb, 10.0))]
+            shards[seen & (shards["stage"] == stage) & (shards["end"] >= al.end - 2 * al.line_period(hb))]
             if len(shards)
             else shards
         )
@@ -371,8 +381,14 @@ def _all_dead(
     )
 
 
-def _dead_holders(ev: Evidence, shards: pd.DataFrame, covered: set, steps: Steps) -> list[Finding]:
-    """Running shards whose holder is failed, or silent past the heartbeat timeout: one per worker."""
+def _dead_holders(ev: Evidence, shards: pd.DataFrame, covered: set, steps: Steps, hb: float) -> list[Finding]:
+    """Running shards whose holder is failed, or silent past the heartbeat timeout: one per worker.
+    Zephyr requeues them itself at the heartbeat timeout: information while that is on time (a
+    preemption cut at the moment of its requeue), a warning once the requeue is overdue by
+    `REQUEUE_GRACE_HEARTBEATS` (or the holder's death is not dated)."""
+    timeout = liveness.heartbeat_timeout(ev)
+    grace = REQUEUE_GRACE_HEARTBEATS * hb
+    declared = {w: ts for ts, w, event in ev.worker_events if event == "heartbeat-timeout"}  # the last, per worker
     if ev.state not in ("running", "interrupted"):
         return []
     dead = shards[
@@ -387,21 +403,31 @@ def _dead_holders(ev: Evidence, shards: pd.DataFrame, covered: set, steps: Steps
             continue
         r = rows.iloc[0]
         seen = r["holder_seen_ago"]
+        # how long past the moment Zephyr should have requeued: its timeout line, else silence - timeout
+        late = ev.now - declared[str(worker)] if str(worker) in declared else seen - timeout
+        on_time = late == late and late <= grace
         out.append(
             Finding(
                 kind="dead-holder",
                 causes=("dead-holder",),
-                severity=WARNING,
+                severity=INFO if on_time else WARNING,
                 stage=r["stage"],
                 shard=int(r["shard"]),
                 shards=tuple(int(s) for s in rows["shard"]),
                 worker=str(worker),
                 title=f"shard(s) {', '.join(str(int(s)) for s in rows['shard'])} of {r['stage']} held by "
-                f"{r['holder_state']} worker {worker}",
+                f"{r['holder_state']} worker {worker}" + (": Zephyr is requeueing it" if on_time else ""),
                 evidence=(
                     f"holder {worker} is {r['holder_state']}"
                     + ("" if math.isnan(seen) else f", last seen {seen:.0f}s ago")
-                    + ": Zephyr requeues the shard at the heartbeat timeout",
+                    + ": Zephyr requeues the shard at the heartbeat timeout"
+                    + (
+                        f" ({timeout:.0f}s)"
+                        if on_time
+                        else f"; overdue by {late:.0f}s"
+                        if late == late
+                        else "; when it died is not in the evidence"
+                    ),
                 ),
                 next=tuple(steps.for_workers("dead-holder")),
                 elapsed_s=float(r["elapsed_s"]),
@@ -410,28 +436,51 @@ def _dead_holders(ev: Evidence, shards: pd.DataFrame, covered: set, steps: Steps
     return out
 
 
-def _aborted(ev: Evidence, prog: progress.Progress, steps: Steps, found: list[Finding]) -> Finding:
-    """The abort itself, pointing at the finding that caused it (job-level: it covers no shard)."""
-    lines = (ev.fatal_error or "unknown reason").strip().splitlines()
+def abort_cause(ev: Evidence, found: list[Finding]) -> Finding | None:
+    """The root-cause finding the abort line itself names: the shard it aborted on, or (`No alive
+    workers`) the dead pool. None when the line names neither, or no finding is that cause."""
+    if ev.state != "failed":
+        return None
     shard = failures.aborting_shard(ev)
-    cause = next(
+    no_workers = any(sign in (ev.fatal_error or "") for sign in liveness.NO_WORKERS_SIGNS)
+    return next(
         (
             f
             for f in found
-            if f.severity == ERROR and (f.kind == "all-workers-dead" or (shard is not None and shard in f.all_shards))
+            if f.severity == ERROR
+            and (
+                (shard is not None and f.kind != "all-workers-dead" and shard in f.all_shards)
+                or (shard is None and no_workers and f.kind == "all-workers-dead")
+            )
         ),
         None,
     )
-    why = [f"caused by: {cause.title}"] if cause else []
-    return Finding(
-        kind="aborted",
-        causes=("aborted",),
-        severity=ERROR,
-        stage=prog.stage,
-        title=f"job aborted in {prog.stage}: {lines[0]}",
-        evidence=tuple(why + lines[1:4]),
-        next=tuple(steps.for_failure("aborted", shard)),
-    )
+
+
+def _aborted(ev: Evidence, prog: progress.Progress, steps: Steps, found: list[Finding]) -> list[Finding]:
+    """The abort is the outcome of one root cause: that finding says so (`aborted_pipeline`);
+    an `aborted` finding of its own only when no finding is the cause the abort line states."""
+    lines = (ev.fatal_error or "unknown reason").strip().splitlines()
+    cause = abort_cause(ev, found)
+    if cause is not None:
+        said = any(e.startswith("aborted the pipeline") for e in cause.evidence)
+        evidence = cause.evidence if said else (*cause.evidence, f"aborted the pipeline: {lines[0]}")
+        marked = replace(cause, evidence=evidence, metrics=(*cause.metrics, ("aborted_pipeline", True)))
+        return [marked if f is cause else f for f in found]
+    shard = failures.aborting_shard(ev)
+    return [
+        *found,
+        Finding(
+            kind="aborted",
+            causes=("aborted",),
+            severity=ERROR,
+            stage=prog.stage,
+            title=f"job aborted in {prog.stage}: {lines[0]}",
+            evidence=tuple(lines[1:4]),
+            next=tuple(steps.for_failure("aborted", shard)),
+            metrics=(("aborted_pipeline", True),),
+        ),
+    ]
 
 
 def _stage_rows(ev: Evidence, stats: pd.DataFrame) -> tuple[StageRow, ...]:

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.analyze.progress import Alone
-from zephyr_debug.analyze.thresholds import MIN_WORKER_SHARDS, Thresholds
+from zephyr_debug.analyze.thresholds import FROZEN_LINES, MIN_WORKER_SHARDS, Thresholds
 from zephyr_debug.findings import CAUSES, KINDS, WARNING, Cost, Finding
 
 STRAGGLER_KINDS = tuple(k.name for k in KINDS.values() if k.straggler)
-FROZEN_LINES = 3  # status lines (one per heartbeat interval) in a row with the same items= while a shard runs alone
 METRICS = (
     "size",
     "size_ratio",
@@ -42,7 +41,7 @@ class StageView:
     p99_s: float
     cut_s: float
     peers: int
-    frozen_s: float  # status-line `items=` unchanged this long while only suspects were in flight
+    frozen_s: float  # status-line `items=` unchanged this long (past `stuck_heartbeats` status lines) in the tail
     alone: Alone | None = None  # the stretch its last shard ran alone (status lines)
     sizes_from: str = ""  # where per-shard item counts came from, when it is worth saying (telemetry)
 
@@ -51,7 +50,7 @@ class StageView:
         a = self.alone
         if a is None or a.shard_rate != a.shard_rate or not a.seconds > 0:
             return None
-        near = max(2 * hb, 10.0)
+        near = 2 * a.line_period(hb)
         return a if r.start <= a.start + near and abs(r.end - a.end) <= near + a.seconds * 0.05 else None
 
 
@@ -140,13 +139,17 @@ def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> 
         )
         return True
     solo = None if r.size_is_rows else stage.alone_for(r, hb)  # a reduce stage's items= count outputs
-    if solo is not None and solo.frozen() and solo.seconds >= max(th.alone_shards * solo.shard_s, FROZEN_LINES * hb):
+    if (
+        solo is not None
+        and solo.frozen()
+        and solo.seconds >= max(th.alone_shards * solo.shard_s, FROZEN_LINES * solo.line_period(hb))
+    ):
         lines.append(
             f"the status line's items= did not move for {solo.seconds:.0f}s while it was the only shard in "
             f"flight (a typical shard moves it by {solo.shard_rate * solo.seconds:,.0f} in that time)"
         )
         return True
-    if r.running and stage.frozen_s >= need and not r.size_is_rows:
+    if r.running and stage.frozen_s > 0 and not r.size_is_rows:
         lines.append(
             f"the status line's items= did not move for {stage.frozen_s:.0f}s while only the tail's "
             "shards were in flight"
@@ -264,7 +267,7 @@ def solo_tail(
         f"one shard ran alone for {solo.seconds:.0f}s = {solo.seconds / solo.shard_s:.1f}x a typical shard's "
         f"run ({solo.shard_s:.0f}s: mean in flight / completions per second)"
     ]
-    if solo.frozen() and solo.seconds >= FROZEN_LINES * hb:
+    if solo.frozen() and solo.seconds >= FROZEN_LINES * solo.line_period(hb):
         lines.append(
             f"the status line's items= did not move meanwhile (a typical shard moves it by "
             f"{solo.shard_rate * solo.seconds:,.0f})"

@@ -170,7 +170,8 @@ def _waited(r, alone, th: Thresholds, hb: float) -> tuple[float, float, str] | N
     """(from, to, how we know) when its stage waited on the retry of a shard lost with its worker:
     it ended last by more than an outlier's allowance, or (coordinator-only log) it was requeued
     in the stretch where its stage ran one shard for longer than `alone_shards` typical shards."""
-    allowance = max(th.min_held_heartbeats * hb, r.allow_s if r.allow_s == r.allow_s else 0.0)
+    tick = r.tick_s if r.tick_s == r.tick_s else hb
+    allowance = max(th.min_held_heartbeats * tick, r.allow_s if r.allow_s == r.allow_s else 0.0)
     if r.done and r.last_s >= allowance and r.last_s > 0:
         return float(r.end) - float(r.last_s), float(r.end), f"it ended last, {r.last_s:.0f}s after every other shard"
     if r.done or alone is None or not alone.seconds >= th.alone_shards * alone.shard_s:
@@ -215,7 +216,7 @@ def _recovered(recovered: dict, steps: Steps) -> Finding:
         f"{len(ks)} shard(s): {title} (fingerprint {fp[:12]})"
         for (fp, title), ks in sorted(recovered.items(), key=lambda kv: -len(kv[1]))[:MAX_LISTED]
     ]
-    stage, _shard = keys[0]
+    stage = min(k[0] for k in keys)  # not the row order: the same evidence gives the same finding
     return Finding(
         kind="recovered",
         causes=("recovered",),

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from zephyr_debug.model import ALIVE_STATES, HEARTBEAT_TIMEOUT_S, Evidence
-from zephyr_debug.zephyrlog import FAILURE_KINDS
+from zephyr_debug.model import ALIVE_STATES, HEARTBEAT_TIMEOUT_S, NO_WORKERS_TIMEOUT_S, Evidence
+from zephyr_debug.zephyrlog import ABORT_SHARD_RE, FAILURE_KINDS
 
 NO_WORKERS_SIGNS = ("No alive workers", "registered workers are dead/failed")
 OOM_EXIT = 137  # Iris task exit code of a kernel OOM kill (#3009)
@@ -30,6 +30,11 @@ class Pool:
 
 def heartbeat_timeout(ev: Evidence) -> float:
     return float(ev.config.get("heartbeat_timeout") or HEARTBEAT_TIMEOUT_S)
+
+
+def no_workers_timeout(ev: Evidence) -> float:
+    """How long Zephyr waits with no worker alive before it aborts the pipeline."""
+    return float(ev.config.get("no_workers_timeout") or NO_WORKERS_TIMEOUT_S)
 
 
 def _alive_mask(ev: Evidence) -> pd.Series:
@@ -64,17 +69,63 @@ def pool(ev: Evidence) -> Pool:
     fatal = ev.fatal_error or ""
     if any(sign in fatal for sign in NO_WORKERS_SIGNS):
         evidence.append("aborted: " + fatal.strip().splitlines()[0])
+    # An abort that names its own cause (a shard that crashed its workers) is that cause: the pool
+    # it emptied on the way is its evidence, not a second root cause.
+    other_abort = ev.state == "failed" and not evidence and bool(ABORT_SHARD_RE.search(fatal))
     waits = ev.config.get("all_dead_ts") or []
-    if len(waits) >= 2 and (ev.progress_time is None or waits[-1] > ev.progress_time) and unfinished:
+    if (
+        len(waits) >= 2
+        and (ev.progress_time is None or waits[-1] > ev.progress_time)
+        and unfinished
+        and not other_abort
+        and not _back_after(ev, waits[-1])
+    ):
         evidence.append(
             f"'All workers are dead/failed. Waiting for workers to recover...' {len(waits)} times, "
             f"the last {ev.now - waits[-1]:.0f}s before the end of the evidence, no progress since"
         )
     # a worker list of a heartbeat source: workers told to stop (`done`) were shut down, not lost
     shut_down = source == "worker list" and bool((ev.workers["state"] == "done").any())
-    if registered and alive == 0 and unfinished and ev.state != "succeeded" and not shut_down:
+    # a log's status lines: dead until the end of a running job's evidence, or past Zephyr's no-workers timeout
+    # (the first line counting none comes up to one status period after the pool died: its resolution)
+    since = _dead_since(ev) if source == "status line" else -np.inf
+    period = np.diff(pd.to_numeric(ev.status["ts"], errors="coerce").dropna().to_numpy(dtype=float)[-8:])
+    resolution = float(np.median(period)) if len(period) else 0.0
+    stays = ev.now - since + resolution >= no_workers_timeout(ev) or ev.state in ("running", "interrupted")
+    if (
+        registered
+        and alive == 0
+        and unfinished
+        and ev.state != "succeeded"
+        and not shut_down
+        and not other_abort
+        and stays
+        and not (source == "status line" and _back_after(ev, since))
+    ):
         evidence.append(f"{source}: 0/{registered} workers alive, {dead} dead")
     return Pool(alive, dead, registered, source, bool(evidence), tuple(evidence))
+
+
+def _dead_since(ev: Evidence) -> float:
+    """The first of the trailing status lines that count no worker alive (the last line's time
+    when the last line counts some)."""
+    alive = pd.to_numeric(ev.status["alive"], errors="coerce").to_numpy(dtype=float)
+    ts = pd.to_numeric(ev.status["ts"], errors="coerce").to_numpy(dtype=float)
+    k = len(alive)
+    while k > 0 and alive[k - 1] == 0:
+        k -= 1
+    return float(ts[k]) if k < len(ts) else float(ts[-1]) if len(ts) else ev.now
+
+
+def _back_after(ev: Evidence, t: float) -> bool:
+    """A worker registered again, or a worker took a shard (its requeue ran), after `t`: the pool
+    was empty for a moment (one frozen process misses every heartbeat at once), not for good.
+    (A requeue alone is not: Zephyr requeues the shards of workers that died.)"""
+    if any(ts > t and event in ("registered", "reregistered") for ts, _worker, event in ev.worker_events):
+        return True
+    a = ev.attempts
+    start = pd.to_numeric(a["start_ts"], errors="coerce").to_numpy(dtype=float) if len(a) else np.array([])
+    return bool((start > t).any())
 
 
 def _status_counts_all(ev: Evidence) -> bool:

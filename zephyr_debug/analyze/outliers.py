@@ -3,7 +3,11 @@
 A stage's yardstick is the run time of its finished attempts (`run_s`). On a log scale their
 median and robust spread (MAD) give a cut: median + z x sigma, with z raised (Bonferroni) so a
 healthy stage of n shards expects `false_rate` shards above it, and never below the floors
-(`multiplier` x median, `min_excess_heartbeats` above it). A shard is an outlier
+(`multiplier` x median, `min_excess_heartbeats` ticks above it). A stage is judged on its own clock:
+its tick (`tick_s`) is `TICK_SHARE` of its median run time, never finer than the resolution of its
+evidence (the smallest gap between its printed run times for the cut, between its shards' end
+times for what a shard held); so the same job run 100x faster or slower gets the same outliers,
+whatever Zephyr's heartbeat interval. A shard is an outlier
 when its own attempt ran past the cut. It held its stage for as long as it ran past the moment
 the stage would have ended had every shard stopped at the cut (`expected_end`): a shard that
 finished while others still ran held nothing (Mantri: outliers are judged by what they cost).
@@ -16,9 +20,10 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from zephyr_debug.analyze.thresholds import MAD_TO_SIGMA, MIN_ROBUST_PEERS, Thresholds
+from zephyr_debug.analyze.thresholds import MAD_TO_SIGMA, MIN_ROBUST_PEERS, TICK_SHARE, Thresholds
 
 NORMAL_Z = 1.2816  # the 90th percentile of a normal distribution
+RESOLUTIONS = (1.0, 0.1, 0.01, 0.001)  # the printed time resolutions of Zephyr's evidence, coarsest first
 
 STAGE_STATS = [
     "total",
@@ -36,13 +41,15 @@ STAGE_STATS = [
     "median_cpu",
     "queue_empty",
     "judged",
+    "run_tick_s",
+    "tick_s",
 ]
 
 
 def stage_stats(
-    shards: pd.DataFrame, totals: dict[str, int], queue_empty: dict[str, bool], hb: float, th: Thresholds
+    shards: pd.DataFrame, totals: dict[str, int], queue_empty: dict[str, bool], th: Thresholds
 ) -> pd.DataFrame:
-    """Per stage: counts, quantiles of finished run times, robust spread, the outlier cut."""
+    """Per stage: counts, quantiles of finished run times, robust spread, its ticks, the outlier cut."""
     rows = []
     for stage, s in shards.groupby("stage", observed=True, sort=False):
         done = s["done"].to_numpy(dtype=bool)
@@ -66,7 +73,11 @@ def stage_stats(
                 strict=True,
             )
         )
-        row["sigma_log"], row["cut_s"] = _cut(fin, hb, th)
+        ends = s["last_end"].to_numpy(dtype=float)[done]
+        scale = TICK_SHARE * row["median_s"] if len(fin) else np.nan
+        row["run_tick_s"] = float(np.fmax(scale, _resolution(fin)))
+        row["tick_s"] = float(np.fmax(scale, _resolution(ends)))
+        row["sigma_log"], row["cut_s"] = _cut(fin, row["run_tick_s"], th)
         # a slow-but-normal run (the robust p90): what an outlier is replaced by to see what it held
         row["normal_s"] = float(np.exp(np.median(np.log(fin)) + NORMAL_Z * row["sigma_log"])) if len(fin) else np.nan
         row["queue_empty"] = bool(queue_empty.get(stage, row["done"] + row["running"] >= total))
@@ -75,12 +86,23 @@ def stage_stats(
     return pd.DataFrame(rows, columns=["stage", *STAGE_STATS]).set_index("stage")
 
 
-def _cut(fin: np.ndarray, hb: float, th: Thresholds) -> tuple[float, float]:
+def _resolution(values: np.ndarray) -> float:
+    """The time resolution these values were printed at: the coarsest of 1 s (glog prefixes), 0.1 s,
+    10 ms (`done in`) and 1 ms (Python logging) that every one of them is a whole multiple of
+    (0 without values or finer)."""
+    v = values[~np.isnan(values)]
+    for unit in RESOLUTIONS:
+        if len(v) and np.all(np.abs(v / unit - np.round(v / unit)) < 0.01):
+            return unit
+    return 0.0
+
+
+def _cut(fin: np.ndarray, tick: float, th: Thresholds) -> tuple[float, float]:
     """(robust sigma of log run time, the run time above which a shard is an outlier)."""
     if not len(fin):
         return np.nan, np.nan
     median = float(np.median(fin))
-    floors = [th.multiplier * median, median + th.min_excess_heartbeats * hb]
+    floors = [th.multiplier * median, median + th.min_excess_heartbeats * np.nan_to_num(tick)]
     logs = np.log(fin)
     dev = np.abs(logs - np.median(logs))
     # Half the shards or more ran the very same time: their spread is below the printed
@@ -130,7 +152,8 @@ def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     second = _stage_max(stage, len(names), np.where(is_top, np.nan, end))[stage]
     top = top[stage]
     allowance = cut - shards["stage"].map(stats["median_s"]).astype(float).to_numpy()
-    out = shards.assign(own_s=own, outlier=outlier, end=end, expected_end=expected, allow_s=allowance)
+    tick = shards["stage"].map(stats["tick_s"]).astype(float).to_numpy()
+    out = shards.assign(own_s=own, outlier=outlier, end=end, expected_end=expected, allow_s=allowance, tick_s=tick)
     # A running outlier in a tail holds its stage from its cut on, whatever else still runs.
     past_cut = np.where(running & (own > cut), now - (start + cut), 0.0)
     out["held_s"] = np.fmax(np.clip(np.nan_to_num(end - expected), 0, None), np.nan_to_num(past_cut))

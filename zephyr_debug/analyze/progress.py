@@ -124,6 +124,18 @@ def frozen_items_s(ev: Evidence, prog: Progress) -> float:
     return float(ts[-1] - ts[k]) if k < len(same) else float(ts[-1] - ts[0])
 
 
+def status_interval(ev: Evidence, stage: str) -> float:
+    """The period of the stage's status lines (the median gap between them; NaN with fewer than
+    two): the time resolution of everything read from them."""
+    st = ev.status
+    if not len(st):
+        return np.nan
+    ts = pd.to_numeric(st.loc[st["stage"] == stage, "ts"], errors="coerce").dropna().to_numpy(dtype=float)
+    gaps = np.diff(np.sort(ts))
+    gaps = gaps[gaps > 0]
+    return float(np.median(gaps)) if len(gaps) else np.nan
+
+
 def stalled(ev: Evidence, stall_s: float) -> Finding | None:
     """No progress for `stall_s` while the job runs: Zephyr's ZephyrPipelineProgressStalled."""
     if ev.state not in ("running", "interrupted") or ev.progress_time is None:
@@ -153,7 +165,8 @@ def headline(ev: Evidence, prog: Progress, pool, shards: pd.DataFrame, found: li
         return f"Succeeded: all {len(ev.stages)} stage(s) completed{retries}{absorbed}."
     if ev.state == "failed":
         reason = (ev.fatal_error or "unknown reason").strip().splitlines()[0]
-        return f"Aborted in {prog.stage}: {reason}"
+        cause = next((f for f in found if f.kind != "aborted" and dict(f.metrics).get("aborted_pipeline")), None)
+        return f"Aborted in {prog.stage}: {reason}" + (f" (root cause: {cause.title})" if cause else "")
     where = (
         f"{prog.stage}: {prog.completed}/{prog.total} complete, {prog.in_flight} in-flight, {prog.queue_depth} queued"
     )
@@ -194,18 +207,25 @@ class Alone:
     shard_rate: float  # a typical shard's items/s over the stage: items per shard / seconds per shard
     shard_s: float  # a typical shard's run time (Little's law: mean in flight / completions per second)
     step: float  # the smallest change of the printed item count (status lines print 3 digits: 1.09K)
+    interval: float = np.nan  # the status line's period (the median gap between the stage's lines)
 
     @property
     def seconds(self) -> float:
         return self.end - self.start
+
+    def line_period(self, default: float) -> float:
+        """The status line's period (the resolution of this stretch), else `default`."""
+        return self.interval if self.interval > 0 else default
 
     def frozen(self) -> bool:
         """No visible progress although a typical shard would have moved the count 3 steps."""
         return self.rate == 0 and self.shard_rate * self.seconds >= 3 * self.step
 
 
-def alone(ev: Evidence, stage: str) -> Alone | None:
-    """The stage's final stretch with exactly one shard in flight, when its status lines show one."""
+def alone(ev: Evidence, stage: str, typical_s: float = np.nan) -> Alone | None:
+    """The stage's final stretch with exactly one shard in flight, when its status lines show one.
+    `typical_s` (the median run time of its finished shards) stands in for Little's law when the
+    stage's queue drained within one status line (shards much shorter than the status period)."""
     st = ev.status
     if not len(st):
         return None
@@ -230,6 +250,8 @@ def alone(ev: Evidence, stage: str) -> Alone | None:
     span = ts[busy].max() - ts[busy].min() if busy.sum() >= 2 else np.nan
     completions = (done[busy].max() - done[busy].min()) / span if span and span > 0 else np.nan
     shard_s = float(np.nanmean(flight[busy]) / completions) if completions and completions > 0 else np.nan
+    if not shard_s > 0:  # also NaN
+        shard_s = float(typical_s)
     with np.errstate(invalid="ignore", divide="ignore"):
         known = ~np.isnan(items)
         k = np.flatnonzero(known & solo)
@@ -239,6 +261,14 @@ def alone(ev: Evidence, stage: str) -> Alone | None:
         per_shard = items[per[-1]] / done[per[-1]] if len(per) else np.nan
         values = np.unique(items[known])[-12:]  # the printed resolution near the stage's final count
         step = float(np.diff(values).min()) if len(values) > 1 else np.inf
+    gaps = np.diff(ts[~np.isnan(ts)])
+    gaps = gaps[gaps > 0]
     return Alone(
-        float(ts[first]), float(ts[last]), float(rate), float(per_shard / shard_s) if shard_s else np.nan, shard_s, step
+        float(ts[first]),
+        float(ts[last]),
+        float(rate),
+        float(per_shard / shard_s) if shard_s else np.nan,
+        shard_s,
+        step,
+        float(np.median(gaps)) if len(gaps) else np.nan,
     )

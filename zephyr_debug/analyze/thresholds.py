@@ -10,6 +10,13 @@ GAP_HEARTBEATS = 3.0  # a gap of this many heartbeat intervals between samples: 
 MIN_ROBUST_PEERS = 8  # below this many finished peers the robust spread is not trusted: floors decide alone
 MAD_TO_SIGMA = 1.4826  # MAD x this = standard deviation of a normal distribution
 MIN_WORKER_SHARDS = 1  # other finished shards a worker needs before its speed is known
+# Scale: a stage is judged on its own clock. Its tick is this share of its median run time, never
+# finer than the resolution of its timestamps (1 s glog prefixes, 1 ms Python logging: the smallest
+# gap between its shards' end times); the heartbeat interval counts only where heartbeats are the
+# evidence (item samples, liveness), Zephyr's timeouts only where Zephyr acts on them.
+TICK_SHARE = 0.1
+REQUEUE_GRACE_HEARTBEATS = 2.0  # a dead holder's shard not requeued this long past Zephyr's timeout: a problem
+FROZEN_LINES = 3  # status lines in a row with the same items= while a shard runs alone: frozen
 
 
 @dataclass(frozen=True)
@@ -21,11 +28,13 @@ class Thresholds:
     false_rate: float = 0.01  # ... and z raised so a healthy stage of n shards expects this many false outliers
     multiplier: float = 1.5  # ... and above this x the peers' median (Flink's slow-task rule): a floor
     min_finished: float = 0.75  # a running stage is judged once this share finished (Spark's speculation gate)
-    min_excess_heartbeats: float = 4.0  # ... and the cut is at least this many heartbeat intervals above the median
-    min_held_heartbeats: float = 1.0  # ... and it kept its stage open at least this many intervals past the rest
+    # (the two below count the stage's ticks, `TICK_SHARE`; their names are the CLI's, kept)
+    min_excess_heartbeats: float = 4.0  # ... and the cut is at least this many ticks above the median
+    min_held_heartbeats: float = 1.0  # ... and it kept its stage open at least this many ticks past the rest
     alone_shards: float = 2.0  # a coordinator-only log: one shard alone in flight this many typical runs = a straggler
     # -- causes
-    stuck_heartbeats: int = 8  # no new items for this many heartbeat intervals while the holder lives = stuck
+    stuck_heartbeats: int = 8  # no new items for this many heartbeat intervals (status lines, from a log)
+    #                           while the holder lives = stuck
     skew_items: float = 1.5  # size (items / input chunks) >= this x the stage median = bigger input
     normal_rate: float = 0.67  # rate >= this x the stage median rate = normal speed
     slow_worker_speed: float = 0.67  # a worker whose other shards run at <= this x the stage speed is slow
