@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import random
 import re
 import subprocess
@@ -188,6 +189,26 @@ def startup_wall() -> float:
     return best
 
 
+def text_masked_tokens() -> int:
+    """Mask tokens (`<num>`, `<str>`, `<home>`, …) in what a person reads: `zdebug crashes SRC
+    --dedupe` as text on every corpus directory and log (target 0: templates are JSON's)."""
+    from zephyr_debug.crashes.normalize import rules
+
+    tokens = re.compile("|".join(re.escape(t) for t in {m.token for m in rules()["masks"]} | {"<other messages>"}))
+    sources = [root / "files" for root in CORPORA] + sorted((CORPUS / "logs").glob("*.log"))
+    found = 0
+    for source in sources:
+        proc = subprocess.run(
+            [sys.executable, "-m", "zephyr_debug.cli", "crashes", str(source), "--dedupe"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "COLUMNS": "80"},
+        )
+        found += len(tokens.findall(proc.stdout))
+    return found
+
+
 def quality(corpus: tuple[list, list] | None = None) -> dict:
     """Pairwise precision/recall of each grouping on the labelled corpora (`extended_corpus()`)."""
     crashes, truth = corpus or extended_corpus()
@@ -229,6 +250,7 @@ def run(quick: bool = False) -> dict:
         big_rate, big_rss, read_rate = scan_log(20 if quick else 400, Path(tmp))
         dir_wall = directory_wall(crashes, Path(tmp))
     start_wall = startup_wall()
+    masked = text_masked_tokens()
     base = drain_q or q["seed_regex"]
     base_name = "drain3" if drain_q else "seed regex"
     return {
@@ -292,6 +314,9 @@ def run(quick: bool = False) -> dict:
             f"< {DIRECTORY_TARGET_S}",
             dir_wall < DIRECTORY_TARGET_S,
             higher_is_better=False,
+        ),
+        "crashes_text_masked_tokens": _row(
+            masked, "mask tokens in `crashes --dedupe` text (corpus)", None, None, "0", masked == 0
         ),
         "crashes_fingerprint_throughput_2cores": _row(
             two_core_rate,
