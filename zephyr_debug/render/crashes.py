@@ -110,6 +110,16 @@ def _variants(g: CrashGroup) -> list[str]:
     return out
 
 
+def _frames(frames: tuple[str, ...]) -> str:
+    """`pkg.mod:f ← g ← other:h`: a caller in the module of the frame before it shows its function."""
+    out, module = [], None
+    for frame in frames:
+        mod, _, function = frame.rpartition(":")
+        out.append(function if mod == module else frame)
+        module = mod
+    return " ← ".join(out)
+
+
 def _headline(g: CrashGroup) -> str:
     return (
         f"[bold]{clean(g.exception)}[/]: {clean(g.raw_message)}" if g.raw_message else f"[bold]{clean(g.exception)}[/]"
@@ -130,7 +140,7 @@ def _detail(g: CrashGroup, source: str) -> list[str]:
         where.append(seen if g.last_seen == g.first_seen else f"{seen} → {when(g.last_seen)}")
     lines.append(" · ".join(where))
     if g.frames:
-        lines.append(f"[dim]at[/] {clean(' ← '.join(g.frames[:3]))}")
+        lines.append(f"[dim]at[/] {clean(_frames(g.frames[:3]))}")
     lines += _variants(g)
     for d in g.deterministic:
         lines.append(
