@@ -341,3 +341,99 @@ def test_a_requeued_shard_with_an_unknown_holder_is_not_a_dead_holder():
     rows = stage_of(8) + [running("s0", 8, None, 0)]
     ev = make(rows, state="running", now=T0 + 150)
     assert all("dead-holder" not in f.causes for f in problems(ev))
+
+
+def short_stage_with_a_frozen_shard(frozen_s=45.0, shard_s=0.2, n=40, workers=4):
+    """The issue-27 shape from a log: 40 shards of 0.2 s on 4 workers under Zephyr's 5 s status
+    line, shard 31 alone in flight with `items=` frozen for `frozen_s`, then done."""
+    rows = [done("s0", i, f"w{i % workers}", (i // workers) * shard_s, shard_s) for i in range(n) if i != 31]
+    rows.append(done("s0", 31, "w3", 7 * shard_s, frozen_s + 2.0))
+    end = 7 * shard_s + frozen_s + 2.0
+    status = [
+        {
+            "ts": T0 + t,
+            "stage": "s0",
+            "completed": 0 if t == 0 else n - 1,
+            "total": n,
+            "in_flight": workers if t == 0 else 1,
+            "queue_depth": n - workers if t == 0 else 0,
+            "alive": workers,
+            "registered": workers,
+            "dead": 0,
+            "items": 0.0 if t == 0 else (n - 1) * 1000.0,
+        }
+        for t in np.arange(0.0, end, 5.0)
+    ]
+    ev = make(rows, status=status, stages=[StageInfo("s0", 0, n, start_ts=T0, end_ts=T0 + end)])
+    ev.heartbeat_ages = False  # a log
+    return ev
+
+
+def test_a_shard_that_froze_alone_then_finished_is_stuck_with_that_stretch_as_its_cost():
+    a = analyze(short_stage_with_a_frozen_shard())
+    [f] = [f for f in a.findings if f.severity != "info"]
+    assert (f.kind, f.shard) == ("stuck", 31), f
+    assert any("items= did not move for" in line for line in f.evidence)
+    assert 40.0 <= f.cost.held_s <= 47.0  # the frozen stretch, not the shard's own excess
+    # shorter than one status period alone: nothing shows it froze (slow, not stuck)
+    assert "stuck" not in {f.kind for f in problems(short_stage_with_a_frozen_shard(frozen_s=0.6))}
+
+
+def momentary_all_dead(recovers=True):
+    """One frozen process: every worker misses its heartbeat at once (`0/3 workers alive` in the
+    last status line), the workers re-register, shard 6 crashes its worker again until Zephyr
+    aborts on it (issue 27). `recovers=False`: the pool stays dead until the no-workers abort."""
+    infra = {"stage": "s0", "shard": 6, "outcome": "failed", "kind": "infra", "elapsed_s": 5.0}
+    attempts = range(3) if recovers else range(1)
+    rows = stage_of(6, secs=10.0, workers=3) + [
+        {**infra, "attempt": i, "worker": f"w{i}", "start_ts": T0 + 20 + 10 * i, "end_ts": T0 + 25 + 10 * i}
+        for i in attempts
+    ]
+    alive = ((5, 3), (15, 3), (45, 0)) if recovers else ((5, 3), (15, 3), (25, 0), (35, 0), (45, 0))
+    status = [
+        {"ts": T0 + t, "stage": "s0", "completed": 6, "total": 7, "in_flight": 1, "queue_depth": 0}
+        | {"alive": n, "registered": 3, "dead": 3 - n}
+        for t, n in alive
+    ]
+    ev = make(rows, status=status, state="failed", now=T0 + (46 if recovers else 86))
+    ev.worker_events = [(T0 + 25, f"w{i}", "heartbeat-timeout") for i in range(3)]
+    if recovers:
+        ev.worker_events += [(T0 + 27, f"w{i}", "reregistered") for i in range(3)]
+        ev.fatal_error = (
+            "Shard 6 crashed its worker 3 times (max 3 infra failures while in flight); treating as a "
+            "deterministic crasher (likely native SIGSEGV / OOM in shard code). Last failure on worker w2."
+        )
+    else:
+        ev.fatal_error = (
+            "ZephyrWorkerError: No alive workers for 60.0s (total elapsed 86.0s). "
+            "All 3 registered workers are dead/failed."
+        )
+    return ev
+
+
+def test_a_momentary_all_dead_is_not_the_cause_and_the_abort_is_its_root_causes_outcome():
+    a = analyze(momentary_all_dead())
+    kinds = [f.kind for f in a.problems]
+    assert kinds == ["crash-loop"], a.findings  # not all-workers-dead, and no second `aborted` finding
+    [loop] = a.problems
+    assert loop.shard == 6 and dict(loop.metrics)["aborted_pipeline"] is True
+    assert any(line.startswith("aborted the pipeline: Shard 6 crashed its worker") for line in loop.evidence)
+    assert a.headline.startswith("Aborted in s0: Shard 6 crashed") and loop.title in a.headline
+    live = momentary_all_dead()  # a live job cut where its last status line counts none, the workers back since
+    live.state, live.fatal_error, live.now = "running", None, T0 + 30
+    live.status = live.status.assign(ts=[T0 + 5, T0 + 15, T0 + 25])
+    assert "all-workers-dead" not in {f.kind for f in analyze(live).problems}
+    gone = analyze(momentary_all_dead(recovers=False))
+    dead = [f for f in gone.problems if f.kind == "all-workers-dead"]
+    assert len(dead) == 1 and dict(dead[0].metrics)["aborted_pipeline"] is True
+    assert "aborted" not in {f.kind for f in gone.findings}
+
+
+def test_a_preempted_holder_whose_requeue_is_on_time_is_information():
+    rows = stage_of(8) + [running("s0", 8, "w1", 200)]
+    workers = [{"worker": f"w{i}", "state": "failed" if i == 1 else "active", "last_seen_ago": 1.0} for i in range(4)]
+    for late, severity in ((1.0, "info"), (5.0 * HB, "warning")):
+        ev = make(rows, workers=workers, state="running", now=T0 + 300)
+        ev.worker_events = [(T0 + 300 - late, "w1", "heartbeat-timeout")]
+        [f] = [f for f in analyze(ev).findings if f.kind == "dead-holder"]
+        assert (f.shard, f.severity) == (8, severity), f

@@ -9,7 +9,7 @@ with what is missing and the command that will tell.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.analyze.progress import Alone
@@ -68,6 +68,8 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
     stuck = _stuck(r, stage, hb, th, lines)
     if stuck:
         causes.append("stuck")
+        if not r.running:  # stuck, then finished: the frozen stretch is what it cost
+            cost = replace(cost, held_s=stuck)
     slow_worker = _known(r.worker_speed) and r.worker_shards >= MIN_WORKER_SHARDS
     if slow_worker:
         lines.append(
@@ -123,21 +125,22 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
     )
 
 
-def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> bool:
+def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> float:
+    """The seconds its items stayed frozen while its holder lived (0: not stuck)."""
     need = th.stuck_heartbeats * hb
     if r.running and r.holder_alive and _known(r.plateau_now_s) and r.plateau_now_s >= need:
         lines.append(
             f"no new items for {r.plateau_now_s:.0f}s ({r.plateau_now_s / hb:.0f} heartbeats) at "
             f"{_count(r.last_items)} items while {r.worker} stays alive"
         )
-        return True
+        return float(r.plateau_now_s)
     excess = r.own_s - stage.median_s
     if not r.running and _known(r.plateau_s) and r.plateau_s >= need and r.stalled_s >= 0.5 * excess:
         lines.append(
             f"stalled {r.stalled_s:.0f}s in all (longest {r.plateau_s:.0f}s with no new items) while "
             f"{r.worker} stayed alive"
         )
-        return True
+        return float(r.stalled_s)
     solo = None if r.size_is_rows else stage.alone_for(r, hb)  # a reduce stage's items= count outputs
     if (
         solo is not None
@@ -148,14 +151,14 @@ def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> 
             f"the status line's items= did not move for {solo.seconds:.0f}s while it was the only shard in "
             f"flight (a typical shard moves it by {solo.shard_rate * solo.seconds:,.0f} in that time)"
         )
-        return True
+        return solo.seconds
     if r.running and stage.frozen_s > 0 and not r.size_is_rows:
         lines.append(
             f"the status line's items= did not move for {stage.frozen_s:.0f}s while only the tail's "
             "shards were in flight"
         )
-        return True
-    return False
+        return stage.frozen_s
+    return 0.0
 
 
 def _data(r, worker_known: bool, th: Thresholds, lines: list[str], missing: list[str], source: str = "") -> list[str]:
