@@ -75,7 +75,7 @@ def register(app: typer.Typer) -> None:
         if len(args) != 1:
             raise UsageError(f"expected one SOURCE, got {len(args)}: {' '.join(args)}")
         source = args[0]
-        found, job = _crashes(source, stats, as_json)
+        found, job, job_dir = _crashes(source, stats, as_json)
         if shard is not None:
             found = (c for c in found if c.shard == shard)
         context = {"source": source, "job": job, "shard": shard}
@@ -87,25 +87,33 @@ def register(app: typer.Typer) -> None:
         elif dedupe:
             grouped = cluster(found, fp, job=job)
             _readable(source, stats)
-            _finish(view.groups, {**context, "groups": grouped, "fingerprinter": fp}, stats, as_json)
+            compared: list[str] = []
+            if job_dir is not None:
+                from zephyr_debug.crashes import history
+
+                grouped, compared = history.compare(grouped, job_dir, fp)
+            data = {**context, "compared_with": compared, "groups": grouped, "fingerprinter": fp}
+            _finish(view.groups, data, stats, as_json)
         else:
             listed = list(rows(found, fp))
             _readable(source, stats)
             _finish(view.rows, {**context, "crashes": listed}, stats, as_json)
 
 
-def _crashes(source: str, stats: Stats, as_json: bool) -> tuple[Iterator[Crash], str | None]:
-    """(crashes, job id when the source is a job). Logs and crash files are split here; jobs and
-    JSON evidence (Iris get-task-logs, snapshot dirs) go through the evidence loaders."""
+def _crashes(source: str, stats: Stats, as_json: bool) -> tuple[Iterator[Crash], str | None, Path | None]:
+    """(crashes, job id when the source is a job, its dir when it is in the job store). Logs and
+    crash files are split here; jobs and JSON evidence (Iris get-task-logs, snapshot dirs) go
+    through the evidence loaders."""
     from zephyr_debug.crashes import inputs
 
     path = Path(source)
     if source == "-" or (path.is_file() and not _json(path)):
-        return inputs.stream(source, stats), None
+        return inputs.stream(source, stats), None, None
     if path.is_dir() and not jobstore.is_job_dir(path) and not any(path.rglob("*.json")):
-        return inputs.directory(path, stats), None
+        return inputs.directory(path, stats), None, None
     ev = load_evidence(source, as_json)
-    return iter(inputs.job(ev, stats)), ev.job
+    job_dir = Path(ev.source)
+    return iter(inputs.job(ev, stats)), ev.job, job_dir if job_dir.is_dir() and jobstore.is_job_dir(job_dir) else None
 
 
 def _readable(source: str, stats: Stats) -> None:

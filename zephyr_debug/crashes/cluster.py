@@ -99,6 +99,8 @@ class CrashGroup:
     latest: str = ""  # the latest event's report as printed
     events: tuple[Event, ...] = ()  # in time order (undated ones last), the first MAX_MEMBERS
     joined: int = 0  # reports without frames or source lines that joined this group as its twin
+    history: str | None = None  # vs earlier runs of the pipeline: new | recurring | regressed (`history`)
+    last_seen_in: str | None = None  # the newest earlier run (job id) that had it
 
     @property
     def latest_event(self) -> Event | None:
@@ -159,6 +161,8 @@ class CrashGroup:
             "members_omitted": self.count - len(self.members),
             "events": [e.to_json() for e in self.events],
             "joined": self.joined,
+            "history": self.history,
+            "last_seen_in": self.last_seen_in,
             "example": self.example,
             "first": self.first,
             "latest": self.latest,

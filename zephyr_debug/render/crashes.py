@@ -163,8 +163,25 @@ def groups(data: dict, warnings: list[str]) -> None:
     total = sum(g.count for g in groups)
     job = f" · job {clean(data['job'])}" if data.get("job") else ""
     con.print(f"[bold]{total} crash(es) in {len(groups)} group(s)[/] in {clean(data['source'])}{job}")
+    if data.get("compared_with"):
+        runs = data["compared_with"]
+        new = sum(g.history == "new" for g in groups)
+        back = sum(g.history == "regressed" for g in groups)
+        con.print(
+            f"vs {len(runs)} earlier run(s) of this pipeline (last: {clean(runs[0])}): "
+            f"[bold]{new} new[/], {back} regressed, {len(groups) - new - back} recurring"
+        )
     for i, g in enumerate(groups, 1):
-        con.rule(f"#{i} {g.count}× {g.kind} · {g.fingerprint[:8]}", align="left")
+        tag = f" · {g.history.upper() if g.history == 'new' else g.history}" if g.history else ""
+        con.rule(f"#{i} {g.count}× {g.kind} · {g.fingerprint[:8]}{tag}", align="left")
+        if g.history == "regressed":
+            con.print(
+                Padding(
+                    f"[bold]regressed:[/] gone from the last run, seen in {clean(g.last_seen_in)}",
+                    (0, 0, 0, 2),
+                    expand=False,
+                )
+            )
         for line in _detail(g, data["source"]):
             con.print(Padding(line, (0, 0, 0, 2), expand=False))
         latest = g.latest_event
