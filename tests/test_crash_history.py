@@ -48,3 +48,6 @@ def test_groups_are_new_recurring_or_regressed_against_earlier_runs(reference_jo
     words = " ".join(text.split())  # lines wrapped at the terminal's width, joined back
     assert "vs 2 earlier run(s) of this pipeline" in words and "1 new, 1 regressed, 1 recurring" in words
     assert f"gone from the last run, seen in {first.job_dir.name}" in words
+    # --exit-status: 1 when something is new or back, 0 when every group was there last run
+    assert _zdebug(capsys, monkeypatch, "crashes", str(third.job_dir), "--dedupe", "--exit-status")[0] == 1
+    assert _zdebug(capsys, monkeypatch, "crashes", str(second.job_dir), "--dedupe", "--exit-status")[0] == 0

@@ -49,6 +49,12 @@ def register(app: typer.Typer) -> None:
         in_app: list[str] = typer.Option(
             None, "--in-app", metavar="PKG", help="Frames of module PKG (and its submodules) are in-app; repeatable."
         ),
+        exit_with_status: bool = typer.Option(
+            False,
+            "--exit-status",
+            help="Exit 1 when a crash group is new or regressed against the earlier runs of the job's "
+            "pipeline (any crash when there is no earlier run, or the source is no job).",
+        ),
         timeout: float = TIMEOUT,
         as_json: bool = JSON,
     ) -> None:
@@ -84,6 +90,8 @@ def register(app: typer.Typer) -> None:
             _readable(source, stats)
             chosen = _one_group(grouped, group, source)
             _finish(view.group, {**context, "group": chosen, "fingerprinter": fp}, stats, as_json)
+            if exit_with_status:
+                raise typer.Exit(1)
         elif dedupe:
             grouped = cluster(found, fp, job=job)
             _readable(source, stats)
@@ -94,10 +102,14 @@ def register(app: typer.Typer) -> None:
                 grouped, compared = history.compare(grouped, job_dir, fp)
             data = {**context, "compared_with": compared, "groups": grouped, "fingerprinter": fp}
             _finish(view.groups, data, stats, as_json)
+            if exit_with_status and any(g.history in (None, "new", "regressed") for g in grouped):
+                raise typer.Exit(1)
         else:
             listed = list(rows(found, fp))
             _readable(source, stats)
             _finish(view.rows, {**context, "crashes": listed}, stats, as_json)
+            if exit_with_status and listed:
+                raise typer.Exit(1)
 
 
 def _crashes(source: str, stats: Stats, as_json: bool) -> tuple[Iterator[Crash], str | None, Path | None]:
@@ -173,7 +185,7 @@ def _finish(render, data: dict, stats: Stats, as_json: bool) -> None:
         if "groups" in payload:
             payload["groups"] = [g.to_json() for g in payload["groups"]]
         if "group" in payload:
-            payload["group"] = payload["group"].to_json()
+            payload["group"] = payload["group"].to_json(whole=True)
         payload["skipped_lines"] = stats.skipped
         payload["warnings"] = _warnings(stats)
         print_json(payload)

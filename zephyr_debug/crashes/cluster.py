@@ -133,9 +133,10 @@ class CrashGroup:
             return "crash-loop"
         return "infra-crash" if self.kind in ("segv", "infra", "exit") else "crash-group"
 
-    def to_json(self) -> dict:
+    def to_json(self, whole: bool = False) -> dict:
+        """The `--dedupe --json` shape; `whole` (`--group`) adds every event in time order."""
         verdict, reason = self.verdict()
-        return {
+        out = {
             "fingerprint": self.fingerprint,
             "count": self.count,
             "kind": self.kind,
@@ -159,7 +160,6 @@ class CrashGroup:
             "verdict_reason": reason,
             "members": list(self.members),
             "members_omitted": self.count - len(self.members),
-            "events": [e.to_json() for e in self.events],
             "joined": self.joined,
             "history": self.history,
             "last_seen_in": self.last_seen_in,
@@ -167,6 +167,9 @@ class CrashGroup:
             "first": self.first,
             "latest": self.latest,
         }
+        if whole:
+            out["events"] = [e.to_json() for e in self.events]
+        return out
 
 
 def _later(a: Crash | None, b: Crash) -> bool:
