@@ -321,17 +321,169 @@ ABORT_SHARD_RE = re.compile(
 )
 
 # -- line prefixes and time ----------------------------------------------------------------
-# Optional Iris `[hh:mm:ss] task=… | ` or Ray `(actor pid=N, ip=A) `, then Python logging or glog-like time.
-PREFIX_RE = re.compile(
-    rb"(?:\([^()\n]*pid=\d+[^()\n]*\) )?"
-    rb"(?:\[(?P<clock>\d\d:\d\d:\d\d)\] (?:task=\S+ \| )?)?"
-    rb"(?:(?P<date>\d{4}-\d\d-\d\d)[ T](?P<time>\d\d:\d\d:\d\d)(?:[,.](?P<frac>\d{1,6}))?"
-    rb"|[IWEFD](?P<gdate>\d{8}) (?P<gtime>\d\d:\d\d:\d\d)(?:\.(?P<gfrac>\d{1,6}))?)?"
+# Time parts a prefix pattern may name: Y (4-digit year), M (month number or `Nov`), D (day),
+# h, m, s, f (fraction, up to 9 digits), z (`Z` / `+01:00`). A prefix without Y takes the year of
+# the evidence's other dates; without M/D, the day of the last dated line.
+# a fraction stops where a glued-on date begins (`…25.7082026-11-19 …`: `708`, then the date)
+_FRAC = rb"(?:[,.](?P<f>\d{1,9})(?=\d{4}-\d\d-\d\d|[^\d-]|-(?!\d\d-)|$))?"
+_HMS = rb"(?P<h>[01]\d|2[0-3]):(?P<m>[0-5]\d):(?P<s>[0-5]\d|60)" + _FRAC
+_ZONE = rb"(?P<z>Z|[+-]\d\d:?\d\d)?"
+_ISO = rb"(?P<Y>\d{4})-(?P<M>\d\d)-(?P<D>\d\d)[ T]" + _HMS + _ZONE
+_RFC3339 = rb"(?P<Y>\d{4})-(?P<M>\d\d)-(?P<D>\d\d)T" + _HMS + rb"(?P<z>Z|[+-]\d\d:\d\d)"  # zone required
+_MONTHS = rb"Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """One form of the text before a Zephyr message: an example as printed, and the pattern of
+    the time it carries (None: it carries none). `outer`: a transport's prefix (a log viewer's
+    receive time, Iris CLI, kubectl, Ray) that the process's own prefix may follow."""
+
+    name: str
+    example: str
+    time: bytes | None
+    outer: bool = False
+    rest: bytes = b""  # an outer prefix: what follows its time, up to the prefix after it
+
+    @property
+    def whole(self) -> bytes:
+        """An outer prefix's whole pattern (time and rest), groups unnamed."""
+        return re.sub(rb"\(\?P<\w+>", b"(?:", (self.time or b"") + self.rest)
+
+    def format(self, ts: float) -> str:
+        """The example with its time set to `ts` (UTC; as many fraction digits as the example)."""
+        if self.time is None:
+            return self.example
+        m = re.search(self.time, self.example.encode())
+        if m is None:
+            raise ValueError(f"prefix {self.name}: its example holds no time")
+        digits = len(m["f"]) if m.groupdict().get("f") else 0
+        whole, _, frac = f"{ts:.{min(digits, 6)}f}".partition(".")  # decimal rounding (ts * 1e9 is not exact)
+        t = time.gmtime(int(whole))
+        month = _MONTHS.split(b"|")[t.tm_mon - 1].decode()
+        values = {"Y": f"{t.tm_year:04d}", "D": f"{t.tm_mday:02d}", "h": f"{t.tm_hour:02d}", "m": f"{t.tm_min:02d}"}
+        values["s"] = f"{t.tm_sec:02d}"
+        out, at = [], 0
+        for part in sorted((k for k in m.groupdict() if m[k] is not None), key=m.start):
+            start, end = m.span(part)
+            old = self.example[start:end]
+            new = values.get(part)
+            if part == "M":
+                new = month if old.isalpha() else f"{t.tm_mon:02d}"
+            elif part == "f":
+                new = frac.ljust(digits, "0")
+            elif part == "D" and old.startswith(" "):
+                new = f"{t.tm_mday:2d}"
+            out += [self.example[at:start], new if new is not None else old]
+            at = end
+        return "".join(out) + self.example[at:]
+
+
+PREFIXES: tuple[Prefix, ...] = (
+    Prefix("python", "2026-11-19 22:18:25,708 INFO zephyr.execution: ", _ISO),
+    Prefix("python-dot", "2026-11-19 22:18:25.708 INFO zephyr.execution: ", _ISO),
+    Prefix("python-dash", "2026-11-19 22:18:25,708 - zephyr.execution - INFO - ", _ISO),
+    Prefix("level-logger", "INFO zephyr.execution:341 ", None),
+    Prefix("bracket-level", "[WARNING] zephyr.execution ", None),
+    Prefix(
+        "glog-year",
+        "I20261119 22:18:25 140415056467648 zephyr.execution ",
+        rb"[IWEFD](?P<Y>\d{4})(?P<M>\d\d)(?P<D>\d\d) " + _HMS,
+    ),
+    Prefix("glog", "I1119 22:18:25.708123 140415 execution.py:341] ", rb"[IWEFD](?P<M>\d\d)(?P<D>\d\d) " + _HMS),
+    Prefix("iris-cli", "[22:18:25] task=/alice/job/0 | ", rb"\[" + _HMS + rb"\] ", True, rb"(?:task=\S+ \| )?"),
+    Prefix("ray-actor", "(ZephyrWorker pid=4242, ip=10.0.0.7) ", None, True, rb"\([^()\n]*pid=\d+[^()\n]*\) "),
+    Prefix(
+        "raylet",
+        "[2026-11-19 22:18:25,708 I 4242 4243] (raylet) ",
+        rb"\[" + _ISO,
+        True,
+        rb" [IWEFD] [^\]\n]*\] (?:\(\w+\) )?",
+    ),
+    Prefix("kubectl", "2026-11-19T22:18:25.708123456Z ", _RFC3339, True, b" "),
+    Prefix("viewer-glued", "2026-11-19 22:18:25.708", _ISO, True),  # a receive time with no separator
+    Prefix(
+        "journald",
+        "Nov 19 22:18:25 host-7 python3[4242]: ",
+        rb"(?P<M>" + _MONTHS + rb") (?P<D>[ \d]\d) " + _HMS,
+        True,
+        rb" \S+ [\w.\-/]+(?:\[\d+\])?: ",
+    ),
+    Prefix("clock", "22:18:25.708 ", rb"(?<![\d:.])" + _HMS + rb"(?![\d:])"),
+    Prefix("none", "", None),
 )
-# Start of a line that is not a continuation of a block (has a timestamp or is a JSON record).
+
+
+def _time_alternation() -> bytes:
+    """Every prefix's time pattern as one alternation: group `p<i>_<part>` of prefix i."""
+    parts = []
+    for i, p in enumerate(PREFIXES):
+        if p.time is not None and p.time not in (q.time for q in PREFIXES[:i]):
+            parts.append(b"(?P<p%d>" % i + _prefixed(p.time, b"p%d_" % i) + b")")
+    return b"|".join(parts)
+
+
+# Every time any prefix form carries, searched anywhere in the text before a message (unknown
+# prefixes and junk around it included); the most complete (date > month-day > clock) wins, the
+# innermost (last) among equals: the process's own time over a viewer's receive time.
+TIME_RE = re.compile(_time_alternation())
+_MONTH = {m: i for i, m in enumerate(_MONTHS.split(b"|"), 1)}
+
+
+@dataclass(frozen=True)
+class PrefixTime:
+    """A time read from a prefix; `year` / `month` None when the prefix carries none."""
+
+    year: int | None
+    month: int | None
+    day: int | None
+    clock: float  # seconds since midnight, fraction included
+    zone: str | None  # "Z" / "+01:00" when the prefix says; None: naive (ZDEBUG_TZ)
+
+
+def prefix_time(text: bytes) -> PrefixTime | None:
+    """The time a line's prefix (`text`, the bytes before the message) carries, or None."""
+    best: PrefixTime | None = None
+    rank = -1
+    for m in TIME_RE.finditer(text):
+        tag = f"{m.lastgroup}_"  # the alternative that matched: `p<i>`, its parts `p<i>_<part>`
+        g = {k[len(tag) :]: v for k, v in m.groupdict().items() if v is not None and k.startswith(tag)}
+        month, frac = g.get("M"), g.get("f")
+        found = PrefixTime(
+            int(g["Y"]) if "Y" in g else None,
+            (_MONTH[month] if month in _MONTH else int(month)) if month else None,
+            int(g["D"]) if "D" in g else None,
+            int(g["h"]) * 3600 + int(g["m"]) * 60 + int(g["s"]) + (int(frac) / 10 ** len(frac) if frac else 0.0),
+            g["z"].decode() if "z" in g else None,
+        )
+        r = (found.year is not None) * 2 + (found.month is not None)
+        if r >= rank:
+            best, rank = found, r
+    return best
+
+
+# Start of a line that is not a continuation of a block (traceback): after any outer prefixes,
+# a time of a process's own prefix, a level, or a JSON record.
+_OUTER = b"|".join(p.whole for p in PREFIXES if p.outer)
+# A transport's prefixes at the start of a continuation line (its traceback line as Iris CLI or
+# kubectl print it): what the block readers strip.
+OUTER_RE = re.compile(rb"^ ?(?:" + _OUTER + rb")+", re.M)
+_CONTINUES = rb"\s|Traceback|During handling|The above exception|[\w.]+(?:Error|Exception|Warning|Exit|Interrupt)\b|\^"
 LINE_START_RE = re.compile(
-    rb"\n(?:\[\d\d:\d\d:\d\d\] |\([^()\n]*pid=\d+|\d{4}-\d\d-\d\d[ T]\d\d:|[IWEFD]\d{8} \d\d:|\{)"
-)
+    rb"\n(?:(?:" + _OUTER + rb")*"
+    rb"(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)? (?:[A-Z]|- )|[IWEFD]\d{4,8} \d\d:|\{|\[?(?:"
+    + b"|".join(re.escape(w) for w in (b"DEBUG", b"INFO", b"WARNING", b"ERROR", b"CRITICAL"))
+    + rb")\b)|(?:"
+    + _OUTER
+    + rb")++(?!"
+    + _CONTINUES
+    + rb")|(?:"
+    + _OUTER
+    + rb")*+(?!"
+    + _CONTINUES
+    + rb")[^\n]{0,40}?(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d|[IWEFD]\d{4,8} \d\d:\d\d))"
+)  # behind a transport's prefix, a bare line is a new one unless it reads as a traceback's; so is
+# a line with a date near its start behind unknown text
 # A log record in text: (python-logging time | glog time) then the message.
 RECORD_RE = re.compile(
     r"^(?:(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:,\d{3})? "
@@ -376,6 +528,23 @@ def naive_epoch(date: str, clock: str) -> float | None:
         return datetime(*parts, tzinfo=ZoneInfo(_zone)).timestamp()
     except (ValueError, OverflowError):
         return None
+
+
+def midnight(year: int, month: int, day: int, zone: str | None) -> float | None:
+    """Unix seconds of a date's midnight: in `zone` (`Z`, `+01:00`) when the prefix names one,
+    else in ZDEBUG_TZ; None for a date that does not exist."""
+    if zone is None:
+        return naive_epoch(f"{year:04d}{month:02d}{day:02d}", "00:00:00")
+    try:
+        base = calendar.timegm((year, month, day, 0, 0, 0))
+        datetime(year, month, day)
+    except (ValueError, OverflowError):
+        return None
+    if zone == "Z":
+        return float(base)
+    sign = -1 if zone[0] == "-" else 1
+    digits = zone[1:].replace(":", "")
+    return float(base - sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60))
 
 
 def timestamp(ts: float) -> str:

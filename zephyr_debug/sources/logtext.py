@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -52,9 +53,14 @@ DENSE_WORDS = (b" complete, ", b"Executing stage ", b" done in ")  # what the bu
 
 # Words that every event line carries after a space (zephyrlog's routing keywords). Common prefix " " -> fast C scan.
 KEYWORDS = list(dict.fromkeys(m.keyword for m in zephyrlog.MESSAGES))
-EVENT_RE = re.compile(b" (?:" + b"|".join(re.escape(k) for k in KEYWORDS) + b")")
+_WORDS = b"|".join(re.escape(k) for k in KEYWORDS)
+EVENT_RE = re.compile(b" (?:" + _WORDS + b")")
+# Bare messages (no prefix: pasted text, `print`ed lines) start a line with their keyword. Their
+# files are scanned with this slower pattern (no literal to search for); others keep EVENT_RE.
+BARE_EVENT_RE = re.compile(b"(?:^|(?<=\n)| )(?:" + _WORDS + b")")
+BARE_START_RE = re.compile(b"(?:^|\n)(?:" + _WORDS + b")")
 SPAM = b"pull_task"
-PREFIX_RE, LINE_START_RE = zephyrlog.PREFIX_RE, zephyrlog.LINE_START_RE
+LINE_START_RE = zephyrlog.LINE_START_RE
 
 ALL = tuple((m.name, m.regex) for m in zephyrlog.MESSAGES)
 SIGNATURES = tuple(m.signature for m in zephyrlog.MESSAGES if m.signature)
@@ -69,11 +75,11 @@ DUMP_START, DUMP_END = b"Fatal Python error", b"Extension modules:"
 Hit = tuple  # (file offset, newlines before it in its range, keyword, line bytes, block bytes | None)
 
 
-def _hits(buf, cut: int, pos: int, read, lines: list[int]) -> Iterator[Hit]:
+def _hits(buf, cut: int, pos: int, read, lines: list[int], rx: re.Pattern[bytes] = EVENT_RE) -> Iterator[Hit]:
     """The event lines of buf[:cut] (at file offset `pos`, after `lines[0]` newlines); adds the
     buffer's newlines to `lines[0]`."""
     last_line, counted = -1, 0
-    for m in EVENT_RE.finditer(buf, 0, cut):
+    for m in rx.finditer(buf, 0, cut):
         start = buf.rfind(b"\n", 0, m.start()) + 1
         if start == last_line:
             continue
@@ -82,7 +88,8 @@ def _hits(buf, cut: int, pos: int, read, lines: list[int]) -> Iterator[Hit]:
         stop = cut if stop < 0 else stop
         lines[0] += buf.count(b"\n", counted, start)
         counted = start
-        yield _hit(read, pos + start, lines[0], m.group(), bytes(buf[start:stop]))
+        kw = m.group()
+        yield _hit(read, pos + start, lines[0], kw if kw[:1] == b" " else b" " + kw, bytes(buf[start:stop]))
     lines[0] += buf.count(b"\n", counted, cut)
 
 
@@ -151,7 +158,7 @@ def _block(read, start: int, stop: int, line: bytes) -> bytes:
     died, the faulthandler dump printed shortly before it goes first."""
     after = read(stop, BLOCK_BYTES)
     m = LINE_START_RE.search(after)
-    text = line + after[: m.start() if m else len(after)]
+    text = line + zephyrlog.OUTER_RE.sub(b"", after[: m.start() if m else len(after)])
     if b"Subprocess for shard" in text:
         lo = max(0, start - BLOCK_BYTES)
         before = read(lo, start - lo)
@@ -163,14 +170,18 @@ def _block(read, start: int, stop: int, line: bytes) -> bytes:
     return text
 
 
-def scan_range(path: str, start: int, end: int, chunk_bytes: int = CHUNK_BYTES) -> tuple[list[Hit], int]:
+def scan_range(
+    path: str, start: int, end: int, chunk_bytes: int = CHUNK_BYTES, rx: re.Pattern[bytes] = EVENT_RE
+) -> tuple[list[Hit], int]:
     """Event lines among the lines that begin in [start, end) (line-aligned), and its newline count."""
     lines = [0]
-    hits = list(range_hits(path, start, end, lines, chunk_bytes))
+    hits = list(range_hits(path, start, end, lines, chunk_bytes, rx))
     return hits, lines[0]
 
 
-def range_hits(path: str, start: int, end: int, lines: list[int], chunk_bytes: int = CHUNK_BYTES) -> Iterator[Hit]:
+def range_hits(
+    path: str, start: int, end: int, lines: list[int], chunk_bytes: int = CHUNK_BYTES, rx: re.Pattern[bytes] = EVENT_RE
+) -> Iterator[Hit]:
     """The event lines that begin in [start, end) as they are found; their newlines are added to
     `lines[0]`. Reads `chunk_bytes` at a time into one reused buffer, so each pass stays in cache."""
     buf = bytearray(chunk_bytes)
@@ -191,7 +202,7 @@ def range_hits(path: str, start: int, end: int, lines: list[int], chunk_bytes: i
                     fill = avail
                     buf.extend(bytes(len(buf)))
                     continue
-            yield from _hits(buf, cut, pos, read, lines)
+            yield from _hits(buf, cut, pos, read, lines, rx)
             buf[: avail - cut] = buf[cut:avail]
             fill, pos = avail - cut, pos + cut
 
@@ -209,15 +220,17 @@ def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in pairwise(bounds) if b > a]
 
 
-def _python_scan(path: Path, size: int, processes: int | None) -> Iterator[tuple[Iterable[Hit], list[int]]]:
+def _python_scan(
+    path: Path, size: int, processes: int | None, rx: re.Pattern[bytes] = EVENT_RE
+) -> Iterator[tuple[Iterable[Hit], list[int]]]:
     """(hits, [newline count]) per line-aligned range, in file order. One process streams the
     file; a large one is split into ranges scanned by several processes, a few ahead of the fold."""
     procs = processes or (min(os.cpu_count() or 1, MAX_PROCESSES) if size >= PARALLEL_MIN_BYTES else 1)
     if procs < 2:
         lines = [0]
-        yield range_hits(str(path), 0, size, lines), lines
+        yield range_hits(str(path), 0, size, lines, CHUNK_BYTES, rx), lines
         return
-    ranges = [(str(path), a, b) for a, b in _ranges(path, procs * RANGES_PER_PROCESS)]
+    ranges = [(str(path), a, b, CHUNK_BYTES, rx) for a, b in _ranges(path, procs * RANGES_PER_PROCESS)]
     for hits, count in _in_order(scan_range, ranges, procs):
         yield hits, [count]
 
@@ -291,7 +304,9 @@ class LogScanner:
     def __init__(self, timeline: Timeline, source: str, dense: bool = True):
         self.tl, self.source, self.dense = timeline, source, dense
         self.date_cache: dict[bytes, tuple[float, float]] = {}  # `date clock` -> (epoch, its date's day)
+        self.midnights: dict[tuple, float | None] = {}  # (year, month, day, zone) -> its midnight's epoch
         self.day = 0.0  # date of the last dated line, for Iris clock-only prefixes
+        self.year_guessed = False
         self.last_ts: float | None = None
         self.stamps: dict[int, float] = {}
         self.records = False
@@ -299,11 +314,13 @@ class LogScanner:
     def scan_file(self, path: Path, processes: int | None = None) -> None:
         """Large files go to grep when there is one (`processes` forces the Python scan)."""
         size = path.stat().st_size
-        if self.dense and processes is None and _is_dense(path):
+        with open(path, "rb") as fh:
+            bare = BARE_START_RE.search(fh.read(SNIFF_BYTES)) is not None
+        if not bare and self.dense and processes is None and _is_dense(path):
             self._dense(path, size)
-        elif not (processes is None and size >= GREP_MIN_BYTES and self._grep(path)):
-            base = 0
-            for hits, lines in _python_scan(path, size, processes):
+        elif bare or not (processes is None and size >= GREP_MIN_BYTES and self._grep(path)):
+            base = 0  # messages with no prefix (`bare`): only the slower pattern finds them
+            for hits, lines in _python_scan(path, size, processes, BARE_EVENT_RE if bare else EVENT_RE):
                 for offset, before, kw, line, block in hits:
                     self._line(line, kw, base + before + 1, block, offset)
                 base += lines[0]
@@ -373,22 +390,22 @@ class LogScanner:
         if first == b"{" or (first in b" \t" and line.lstrip()[:1] == b"{"):
             self._json_line(line)
             return
-        ts = self.stamps.get(offset) if self.stamps else None
-        if ts is None:
-            seen = (
-                self.date_cache.get(line[:19])
-                if line[19:20] == b"," and line[23:24] == b" " and line[20:23].isdigit()
-                else None
-            )
-            if seen is not None:  # Python logging's `2026-12-02 21:59:16,743 ` of a second already seen
-                secs, self.day = seen
-                ts = self.last_ts = secs + int(line[20:23]) / 1000
-            else:
-                ts = self._timestamp(line)
         for name, rx in ROUTES.get(kw, ALL):
             m = rx.search(line)
             if m is None:
                 continue
+            ts = self.stamps.get(offset) if self.stamps else None
+            if ts is None:
+                seen = (
+                    self.date_cache.get(line[:19])
+                    if line[19:20] == b"," and line[23:24] == b" " and line[20:23].isdigit()
+                    else None
+                )
+                if seen is not None:  # Python logging's `2026-12-02 21:59:16,743 ` of a second already seen
+                    secs, self.day = seen
+                    ts = self.last_ts = secs + int(line[20:23]) / 1000
+                else:
+                    ts = self._timestamp(line[: m.start()])
             groups = {k: v.decode("utf-8", "replace") for k, v in m.groupdict().items() if v is not None}
             text = block.decode("utf-8", "replace") if block is not None else None
             if text is not None and self.records:  # drop the space each record line was given
@@ -407,31 +424,44 @@ class LogScanner:
             return
         LogScanner(self.tl, self.source).scan_records([(ts, text)])
 
-    def _timestamp(self, line: bytes) -> float | None:
-        m = PREFIX_RE.match(line, 1 if line[:1] == b" " else 0)
-        assert m is not None  # every part of the prefix pattern is optional: it always matches
-        date, clock, frac = (m["date"], m["time"], m["frac"]) if m["date"] else (m["gdate"], m["gtime"], m["gfrac"])
-        if date is not None:
-            key = date + b" " + clock
-            seen = self.date_cache.get(key)
-            if seen is None:
-                epoch = zephyrlog.naive_epoch(date.decode(), clock.decode())
-                if epoch is None:  # month 13, day 45: not a timestamp after all
-                    return self.last_ts
-                seen = self.date_cache[key] = (
-                    epoch,
-                    epoch - (int(clock[:2]) * 3600 + int(clock[3:5]) * 60 + int(clock[6:8])),
+    def _timestamp(self, prefix: bytes) -> float | None:
+        """The time of a line from the text before its message (zephyrlog.PREFIXES: any form, any
+        junk around it); a line without one takes the newest time before it."""
+        t = zephyrlog.prefix_time(prefix)
+        if t is None:
+            return self.last_ts
+        if t.month is not None and t.day is not None:
+            year = t.year
+            if year is None:  # glog / journald: the year of the evidence's dated lines
+                year = time.gmtime(self.day).tm_year if self.day else time.gmtime().tm_year
+                if not self.day and not self.year_guessed:
+                    self.year_guessed = True
+                    self.tl.notes.append(f"{Path(self.source).name}: line times carry no year; read as {year}")
+            key = (year, t.month, t.day, t.zone)
+            midnight = self.midnights.get(key)
+            if midnight is None:
+                midnight = self.midnights[key] = zephyrlog.midnight(year, t.month, t.day, t.zone)
+            if midnight is None:  # month 13, day 45: not a timestamp after all
+                return self.last_ts
+            self.day = midnight
+            ts = midnight + t.clock
+            if prefix[19:20] == b"," and t.zone is None:  # Python logging's: the next line of this second is a look-up
+                secs = int(t.clock)
+                stamp = b"%04d-%02d-%02d %02d:%02d:%02d" % (
+                    year,
+                    t.month,
+                    t.day,
+                    secs // 3600,
+                    secs // 60 % 60,
+                    secs % 60,
                 )
-            secs, self.day = seen
-            ts = secs + (int(frac) / 10 ** len(frac) if frac else 0.0)
-        elif m["clock"] is not None:
-            c = m["clock"]
-            ts = self.day + int(c[:2]) * 3600 + int(c[3:5]) * 60 + int(c[6:8])
+                if prefix[:19] == stamp:
+                    self.date_cache[stamp] = (midnight + secs, midnight)
+        else:
+            ts = self.day + t.clock
             if self.last_ts is not None and ts < self.last_ts - 43200:  # past midnight
                 self.day += 86400
                 ts += 86400
-        else:
-            return self.last_ts
         self.last_ts = ts
         return ts
 
