@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
 import sys
 import traceback
 from pathlib import Path
@@ -189,3 +190,30 @@ def test_exit_status_is_1_for_crashes_with_no_earlier_run_and_0_for_a_log_withou
     quiet = tmp_path / "worker.log"
     quiet.write_text("2026-12-02 21:59:16,743 INFO zephyr.worker: [w-1] Executing stage s0 shard 7 (attempt 0)\n")
     assert zdebug("crashes", str(quiet), "--dedupe", "--exit-status")[0] == 0
+
+
+def test_a_faulthandler_dump_cut_by_another_workers_line_groups_with_its_full_twin(tmp_path):
+    script = tmp_path / "native.py"
+    script.write_text("import ctypes\ndef decode():\n    ctypes.string_at(0)\ndef run():\n    decode()\nrun()\n")
+    proc = subprocess.run([sys.executable, "-X", "faulthandler", str(script)], capture_output=True, text=True)
+    assert proc.returncode == -11 and "string_at" in proc.stderr
+    dump = proc.stderr.rstrip("\n").splitlines()
+    at = next(i for i, line in enumerate(dump) if "string_at" in line) + 1  # cut before the in-app frames
+    other = "I20261202 21:59:18.000 140415056467648 zephyr.execution Worker w-2 running shard 9"
+    log = [
+        "2026-12-02 21:59:16,743 INFO zephyr.worker: [w-1] Executing stage stage0-Map shard 7 (attempt 0)",
+        *dump,
+        "2026-12-02 21:59:17,743 INFO zephyr.worker: [w-3] Executing stage stage0-Map shard 8 (attempt 0)",
+        *dump[:at],
+        other,
+        *dump[at:],
+    ]
+    crashes = list(split(log, "merged.log"))
+    assert len(crashes) == 2
+    fp = Fingerprinter()
+    full, cut = (fp.signature(c.text) for c in crashes)
+    assert full.frames[0] == "native:decode" and full.partial is None
+    assert cut.partial == "cut" and cut.fingerprint != full.fingerprint
+    (group,) = cluster(crashes, fp)
+    assert group.count == 2 and group.joined == 1 and group.fingerprint == full.fingerprint
+    assert group.shards == (7, 8)

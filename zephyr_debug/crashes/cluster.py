@@ -330,9 +330,10 @@ def cluster(crashes: Iterable[Crash], fp: Fingerprinter, job: str | None = None)
 
 
 def _join_twins(groups: dict[str, _Builder]) -> None:
-    """A partial report (a bare exception line; frames without source lines) joins the one full
-    group it can be: same kind, type and in-app site (no source), or same kind, type and message
-    template (bare). With none or several candidates it stays a group of its own."""
+    """A partial report joins the one full group it can be: same kind, type and in-app site for
+    frames without source lines; same signal for a faulthandler dump cut before its in-app frames;
+    same kind, type and message template for a bare exception line. With none or several
+    candidates it stays a group of its own."""
     partial = [g for g in groups.values() if g.signature.partial]
     if not partial:
         return
@@ -348,7 +349,7 @@ def _join_twins(groups: dict[str, _Builder]) -> None:
             by_message.setdefault((sig.kind, sig.exception, template), set()).add(fingerprint)
     for g in partial:
         sig = g.signature
-        if sig.partial == "no-source":
+        if sig.partial in ("no-source", "cut"):
             twins = by_site.get(sig.site, set())
         else:
             twins = set().union(*(by_message.get((sig.kind, sig.exception, t), set()) for t in g.variants))

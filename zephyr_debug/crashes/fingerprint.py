@@ -243,13 +243,24 @@ class Fingerprinter:
             fatal = text[at + len(FATAL) : eol if eol >= 0 else None].strip()
         start = next((i for i in map(text.find, ("Current thread ", "Stack (most recent", "Thread 0x")) if i >= 0), -1)
         end = text.find("\n\n", start)
-        stack = self.stack(text[start:] if end < 0 else text[start : end + 1], True) if start >= 0 else EMPTY
+        region = (text[start:] if end < 0 else text[start : end + 1]) if start >= 0 else ""
+        stack = self.stack(region, True) if start >= 0 else EMPTY
         signal = self.signals.get(fatal, fatal or "fatal error")
         raw = f"Fatal Python error: {fatal}" if fatal else "faulthandler dump"
         at = text.rfind("exited with code")  # the parent's line, joined after the dump
         code = _exit_code(text[at:]) if at >= 0 else None
+        # A dump cut by another process' line before any in-app frame: its twin may hold it.
+        partial = "cut" if not stack.in_app and _cut(region) else None
         return self._make(
-            "segv", signal, self.norm.message(raw), stack.shown, None, ("segv", signal, *stack.key), code
+            "segv",
+            signal,
+            self.norm.message(raw),
+            stack.shown,
+            None,
+            ("segv", signal, *stack.key),
+            code,
+            ("segv", signal) if partial or stack.in_app else (),
+            partial,
         )._replace(raw=raw)
 
     def _make(
@@ -307,6 +318,16 @@ def _root_and_wrapper(text: str) -> list[re.Match]:
         return [first]
     last = BLOCK.search(text, text.rfind("\nTraceback (most recent call last):") + 1)
     return [first, last] if last is not None and last.start() != first.start() else [first]
+
+
+BOTTOM_FRAMES = ("<module>", "_bootstrap", "_bootstrap_inner", "_run_module_as_main", "_run_code")
+
+
+def _cut(region: str) -> bool:
+    """Does a dump's thread section end mid-stack (its last frame is no program or thread start)?"""
+    last = region.rstrip().rsplit("\n", 1)[-1]
+    match = FRAMES.search(last + "\n")
+    return match is not None and match.group(2).strip() not in BOTTOM_FRAMES
 
 
 def _context(line: str) -> str | None:
