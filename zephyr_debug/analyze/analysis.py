@@ -291,9 +291,14 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
 
 
 def _status_period(ev: Evidence, stage: str, hb: float) -> float:
-    """The period of the stage's status lines (their time resolution), else the heartbeat interval."""
+    """The resolution of the stage's status-line `items=`: the period of its lines, or the heartbeat
+    interval when the evidence states one and it is longer (workers report their counts on
+    heartbeats); else the heartbeat interval."""
     period = progress.status_interval(ev, stage) if stage else np.nan
-    return float(period) if period > 0 else hb
+    stated = bool(ev.config.get("heartbeat_interval")) or len(ev.samples) > 1
+    if not period > 0:
+        return hb
+    return max(float(period), hb) if stated else float(period)
 
 
 def _crash_groups(ev: Evidence) -> list:
