@@ -37,7 +37,7 @@ SITE = re.compile(r"/(?:site|dist)-packages/(.*)$")
 # A zipapp, zipimport archive, egg, wheel or pex: the module path starts inside the archive.
 ARCHIVE = re.compile(r"\.(?:pyz|zip|egg|whl|pex|par)/(.*)$")
 STDLIB = re.compile(r"/(?:lib/python\d+(?:\.\d+)?|Lib)/(.*)$")  # `Lib`: Windows
-STDLIB_NAMES = frozenset(sys.stdlib_module_names) | {"frozen"}
+STDLIB_NAMES = frozenset(sys.stdlib_module_names)
 CARETS = re.compile(r"[\^~ \t]+")  # the 3.11+ position markers under a source line
 KINDS = ("task", "infra", "oom", "segv", "exit")
 MAX_SHOWN_FRAMES = 8
@@ -72,10 +72,12 @@ class Signature(NamedTuple):
     raw: str = ""  # the root exception's message as printed (this crash's, not the group's)
     exit_code: int | None = None  # a subprocess' exit code, when the crash reports one
     signal: str | None = None  # the fatal signal (SIGSEGV, SIGKILL, ...), when there is one
-    # The crash site without its source line (kind, type, in-app frames): a report printed
-    # without source lines (a zipapp on 3.11/3.12, a paste) joins the group of its full twin.
+    # The crash site without its source line ((kind, type, in-app frames); a dump's signal): what
+    # a partial report and its full twin share.
     site: tuple = ()
-    partial: str | None = None  # "bare" (no frame at all) | "no-source" (no source line): a twin may hold it
+    # A report its full twin may hold: "bare" (no frame at all), "no-source" (in-app frames
+    # without source lines), "cut" (a faulthandler dump cut before its in-app frames).
+    partial: str | None = None
 
 
 class Fingerprinter:
