@@ -72,6 +72,7 @@ def _fail(message: str, code: int) -> None:
 
 def main() -> None:
     try:
+        _streams_saved()
         app(prog_name="zdebug")
     except ZdebugError as exc:
         _fail(exc.message, exc.exit_code)
@@ -84,6 +85,15 @@ def main() -> None:
         if os.environ.get("ZDEBUG_DEBUG"):
             raise
         _fail(f"internal error: {type(exc).__name__}: {exc} (set ZDEBUG_DEBUG=1 for the traceback)", 70)
+
+
+def _streams_saved() -> None:
+    """`-` (standard input) and FIFO arguments become the file their bytes are saved to, so every
+    command reads them and a suggested next command can name them."""
+    from zephyr_debug import streams  # stdlib only: start-up stays light
+
+    if any(streams.is_stream(a) for a in sys.argv[1:]):
+        sys.argv[1:] = [streams.kept(a) if streams.is_stream(a) else a for a in sys.argv[1:]]
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from zephyr_debug import jobstore
+from zephyr_debug import jobstore, streams
 from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import Evidence
 from zephyr_debug.sources import evidencedir, finelog, iris, jobdir, live, prometheus
@@ -24,6 +24,8 @@ FILE_LOADERS: list[Callable[[Path], Evidence | None]] = [evidencedir.load]
 def load(target: str, finelog_url: str | None = None) -> Evidence:
     """The evidence of `target`; with `finelog_url`, Zephyr's telemetry of the same execution merged in."""
     kind, ev = _load(target)
+    ev.warnings += streams.NOTES
+    streams.NOTES.clear()
     ev.provenance = ev.provenance if ev.provenance[:1] == [kind] else [kind, *ev.provenance]
     return finelog.merge(ev, finelog_url) if finelog_url else ev
 
@@ -39,6 +41,8 @@ def _load(target: str) -> tuple[str, Evidence]:
     if target.startswith(("http://", "https://")):
         return "coordinator", live.load(target)
     path = Path(target)
+    if path.is_file():
+        path = streams.plain(path)  # a compressed log: its decompressed copy
     if path.is_dir() and jobstore.is_job_dir(path):
         return "job-dir", jobdir.load(path)
     if path.exists():

@@ -1,0 +1,132 @@
+"""Evidence that is not a plain file yet. Standard input (`-`) and pipes or FIFOs (`<(zcat x.gz)`)
+are saved once, as they stream, under `$ZDEBUG_HOME/pasted/` (the CLI swaps the argument for that
+path, so next commands name a file that exists). Compressed logs (gzip, bzip2, xz, zstd: known by
+their first bytes, not their names) are decompressed into a private scratch copy, removed at
+exit. Either way the readers get a file they can seek (their bulk and parallel paths need one)."""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import stat
+import sys
+from pathlib import Path
+
+from zephyr_debug.errors import EvidenceError
+
+STDIN = "-"
+COPY_BYTES = 1 << 20
+MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
+_made: list[str] = []
+NOTES: list[str] = []  # warnings for the evidence being loaded (sources.load takes them)
+
+
+def compression(head: bytes) -> str | None:
+    """The compression a file's first bytes name, or None."""
+    return next((name for magic, name in MAGIC.items() if head.startswith(magic)), None)
+
+
+def _scratch() -> Path:
+    import tempfile
+
+    if not _made:
+        atexit.register(_remove_scratch)
+    _made.append(tempfile.mkdtemp(prefix="zdebug-stream-"))
+    return Path(_made[-1])
+
+
+def _remove_scratch() -> None:
+    import shutil
+
+    for d in _made:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _decompressor(kind: str, name: str):
+    """An incremental decompressor (`decompress(bytes)`, `eof`): it keeps what precedes a cut."""
+    import bz2
+    import lzma
+    import zlib
+
+    if kind == "gzip":
+        return zlib.decompressobj(wbits=47)  # gzip or zlib header
+    if kind == "bzip2":
+        return bz2.BZ2Decompressor()
+    if kind == "xz":
+        return lzma.LZMADecompressor()
+    try:
+        import zstandard
+    except ImportError:
+        raise EvidenceError(f"{name}: zstd-compressed; `pip install zstandard` to read it") from None
+    return zstandard.ZstdDecompressor().decompressobj()
+
+
+def _errors() -> tuple[type[Exception], ...]:
+    """What a decompressor raises on corrupt data."""
+    import lzma
+    import zlib
+
+    try:
+        import zstandard
+    except ImportError:
+        return (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError)
+    return (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
+
+
+def is_stream(arg: str) -> bool:
+    """`-`, or a path to a FIFO / character device (`<(zcat x.gz)`, `/dev/stdin`)."""
+    if arg == STDIN:
+        return True
+    try:
+        mode = os.stat(arg).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def kept(arg: str) -> str:
+    """A stream's bytes saved once under `$ZDEBUG_HOME/pasted/<hash>.log` (a suggested next
+    command then names a file that is still there); the path."""
+    from zephyr_debug import jobstore
+
+    root = jobstore.home() / "pasted"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = root / f".incoming-{os.getpid()}"
+    digest = hashlib.sha256()
+    try:
+        with open(tmp, "xb") as out, open(arg, "rb") if arg != STDIN else sys.stdin.buffer as src:
+            while chunk := src.read(COPY_BYTES):
+                digest.update(chunk)
+                out.write(chunk)
+        final = root / f"{digest.hexdigest()[:12]}.log"
+        os.replace(tmp, final)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise EvidenceError(f"{'<stdin>' if arg == STDIN else arg}: cannot read ({exc.strerror or exc})") from None
+    return str(final)
+
+
+def plain(path: Path, name: str | None = None) -> Path:
+    """A regular file, decompressed into a scratch copy when it is compressed (`name`: how
+    errors name it)."""
+    shown = name or str(path)
+    try:
+        with open(path, "rb") as fh:
+            kind = compression(fh.read(8))
+            if kind is None:
+                return path
+            fh.seek(0)
+            into = _scratch() / (path.name.rsplit(".", 1)[0] if "." in path.name else path.name)
+            d = _decompressor(kind, shown)
+            with open(into, "xb") as out:
+                try:
+                    while chunk := fh.read(COPY_BYTES):
+                        out.write(d.decompress(chunk))
+                except _errors() as exc:
+                    raise EvidenceError(f"{shown}: {kind} data is corrupt ({exc})") from None
+            if not getattr(d, "eof", True):  # cut short (a log still being written): what came before is evidence
+                NOTES.append(f"{shown}: {kind} data ends early; read the {into.stat().st_size:,} bytes before the cut")
+            return into
+    except OSError as exc:
+        raise EvidenceError(f"{shown}: cannot read ({exc.strerror or exc})") from None
