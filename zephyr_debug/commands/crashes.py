@@ -74,8 +74,7 @@ def register(app: typer.Typer) -> None:
                 {"source": c.location, "normalized": fp.norm.report(c.text), **_signature(fp, c)}
                 for c in inputs.stream(args[1], stats)
             ]
-            if not reports and not stats.lines:
-                raise EvidenceError(f"{args[1]}: empty")
+            _readable(args[1], stats)
             _finish(view.normalized, {"reports": reports}, stats, as_json)
             return
         if len(args) != 1:
