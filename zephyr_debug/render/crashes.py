@@ -128,7 +128,7 @@ def _headline(g: CrashGroup) -> str:
 
 def _detail(g: CrashGroup, source: str) -> list[str]:
     lines = [_headline(g)]
-    if g.exit_code is not None or g.signal:
+    if g.exit_code is not None or (g.signal and g.signal != g.exception):
         lines.append(clean(_exit(g.exit_code, g.signal)))
     where = [clean(_shards_by_stage(g))]
     if g.workers:
