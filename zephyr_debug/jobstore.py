@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import threading
 import time
@@ -175,6 +176,33 @@ MAX_TS = 1e11  # year 5138: later (or negative, or NaN) timestamps are garbage
 MAX_INT = 1 << 63
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def parse_json(raw: str | bytes):
+    """`json.loads`, its strings without lone surrogates (a `\\ud800` escape in JSON is one; no
+    output can encode it): each becomes U+FFFD. Raises what json.loads raises."""
+    value = json.loads(raw)
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    return _scrub(value) if _SURROGATE_ESCAPE.search(data) else value
+
+
+def _scrub(value):
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    return value
+
+
+def in_range(value: float) -> bool:
+    """Strictly within ±2^63: NaN, ±inf and absurd counts are garbage, whatever field holds them."""
+    return -MAX_INT < value < MAX_INT
+
+
 def has_type(value: object, types: tuple[type, ...]) -> bool:
     """`value` is one of the JSON `types`; a bool counts as an int only where bool is named."""
     return isinstance(value, types) and (not isinstance(value, bool) or bool in types)
@@ -195,7 +223,7 @@ def well_formed(event: object) -> bool:
             continue
         if not has_type(value, types):
             return False
-        if isinstance(value, (int, float)) and not -MAX_INT < value < MAX_INT:  # also rejects NaN
+        if isinstance(value, (int, float)) and not in_range(value):  # also rejects NaN
             return False
     return True
 
@@ -211,7 +239,7 @@ def read_events(path: Path, warnings: list[str] | None = None) -> Iterator[dict]
     with fh:
         for lineno, raw in enumerate(fh, 1):
             try:
-                event = json.loads(raw)
+                event = parse_json(raw)
             except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly nested JSON
                 if raw.strip():
                     bad.append(lineno)

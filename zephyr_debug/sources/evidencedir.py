@@ -36,20 +36,30 @@ def load(path: Path) -> Evidence | None:
         raise EvidenceError(f"{exc.filename or path}: cannot list ({exc.strerror})") from None
     parts: dict[str, list] = {"log": [], "records": [], "status": [], "tasks": [], "counters": [], "finelog": []}
     errors: list[str] = []
+    skipped: list[SourceRead] = []
     for file in files:
         try:
             kind, value = classify(file)
         except ZdebugError as exc:
             errors.append(exc.message)
+            skipped.append(SourceRead(str(file), "unreadable", ignored=exc.message))
             continue
         if kind:
             parts[kind].append((file, value))
+        else:
+            skipped.append(
+                SourceRead(str(file), "other", ignored="empty, a zdebug report, or JSON zdebug does not read")
+            )
     if not any(parts.values()):
         if errors and (not path.is_dir() or len(errors) == len(files)):
             raise EvidenceError(errors[0])
         return None
     ev = _from_logs(path, parts)
     ev.warnings += [f"ignored {e}" for e in errors]
+    ev.reads += [
+        SourceRead(str(f), kind) for kind in ("status", "tasks", "counters", "finelog") for f, _ in parts[kind]
+    ]
+    ev.reads += skipped
     for file, status in parts["status"]:
         _overlay_status(ev, status, file)
     for _, table in parts["tasks"]:
@@ -69,8 +79,11 @@ def looks_json(head: bytes) -> bool:
 
 def classify(file: Path) -> tuple[str | None, object]:
     """(kind, parsed value) of one file; (None, None) when it is not evidence zdebug knows."""
-    with open(file, "rb") as fh:
-        head = fh.read(logtext.SNIFF_BYTES)
+    try:
+        with open(file, "rb") as fh:
+            head = fh.read(logtext.SNIFF_BYTES)
+    except OSError as exc:  # EACCES, a directory, a file gone since the listing
+        raise EvidenceError(f"{file}: cannot read ({exc.strerror or exc})") from None
     body = head.lstrip()
     if not body or REPORT_RE.match(body):  # empty, or a report left among the evidence
         return None, None
@@ -79,7 +92,7 @@ def classify(file: Path) -> tuple[str | None, object]:
     if looks_json(body):
         return _classify_json(file, body)
     if body.startswith(b"JobStatus("):
-        return "status", jobstatus.parse(file.read_text("utf-8", "replace"), str(file))
+        return "status", jobstatus.parse(_text(file), str(file))
     if logtext.sniff(head):
         return "log", None
     what = "binary data" if b"\x00" in head else "unrecognised text"
@@ -89,25 +102,29 @@ def classify(file: Path) -> tuple[str | None, object]:
 def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
     if file.stat().st_size > MAX_JSON_BYTES:
         return ("log", None) if body.startswith(b"{") else (None, None)
-    text = file.read_text("utf-8", "replace")
+    text = _text(file)
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and body.startswith(b"{"):
             return "log", None  # JSON lines: Iris log records
         raise EvidenceError(f"{file}:{exc.lineno}: invalid or truncated JSON ({exc.msg})") from None
     except RecursionError:
         raise EvidenceError(f"{file}:1: JSON nested too deeply") from None
+    except ValueError:  # CPython refuses int() of more than 4300 digits
+        raise EvidenceError(f"{file}: JSON holds a number of more than 4,300 digits") from None
+    _check_numbers(file, data)
     if tasks.is_task_logs(data):
         return "records", tasks.log_records(data)
     if tasks.is_tasks(data):
+        _check_tasks(file, data["tasks"])
         return "tasks", tasks.workers(data)
     if isinstance(data, str):
         status = jobstatus.parse(json.dumps(data), str(file))
         return ("status", status) if status else (None, None)
     if isinstance(data, dict) and isinstance(data.get("data"), str):
         return "log", None  # a single Iris log record
-    status = jobstatus.from_dict(data) if isinstance(data, dict) else None
+    status = jobstatus.from_dict(data, str(file)) if isinstance(data, dict) else None
     if status is not None:
         return "status", status
     if counters.is_counters(data):
@@ -115,20 +132,65 @@ def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
     return None, None
 
 
+def _text(file: Path) -> str:
+    try:
+        return file.read_text("utf-8", "replace")
+    except OSError as exc:
+        raise EvidenceError(f"{file}: cannot read ({exc.strerror or exc})") from None
+
+
+def _check_numbers(file: Path, data: object) -> None:
+    """Every number in a JSON document finite and within ±2^63 (NaN, Infinity, 1e400 are no
+    count, time or size); EvidenceError naming where the first one that is not sits."""
+    stack: list[tuple[str, object]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{str(k)[:40]}", v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and not in_range(value):
+            shown = repr(value) if isinstance(value, float) else "an integer beyond 2^63"
+            raise EvidenceError(f"{file}: {where.lstrip('.') or 'the document'} is {shown}, not a number zdebug reads")
+
+
+def _check_tasks(file: Path, items: list) -> None:
+    """list-tasks: each task an object whose resource usage, when given, is an object; its numbers
+    written as strings (protobuf's int64) finite too."""
+    for i, task in enumerate(items):
+        usage = task.get("resource_usage", task.get("resourceUsage")) if isinstance(task, dict) else None
+        if usage is None:
+            continue
+        if not isinstance(usage, dict):
+            raise EvidenceError(f"{file}: tasks[{i}].resource_usage is a {type(usage).__name__}, not an object")
+        for key, value in usage.items():
+            try:
+                number = float(value) if isinstance(value, str) else 0.0
+            except ValueError:
+                continue  # not a number: read as none
+            if not in_range(number):
+                where = f"tasks[{i}].resource_usage.{str(key)[:40]}"
+                raise EvidenceError(f"{file}: {where} is {value[:40]!r}, not a number")
+
+
 def _from_logs(path: Path, parts: dict[str, list]) -> Evidence:
     name = path.name if path.is_dir() else path.stem
     logs = [file for file, _ in parts["log"]]
+    sources = [(file, None) for file in logs] + list(parts["records"])
     tl = Timeline(name, str(path))
     for file in logs:
         logtext.LogScanner(tl, str(file)).scan_file(file)
     for file, records in parts["records"]:
         logtext.LogScanner(tl, str(file)).scan_records(records)
     if tl.events:
-        return tl.finish()
+        ev = tl.finish()
+        ev.reads = reads
+        return ev
     if logs and not (parts["status"] or parts["tasks"] or parts["counters"]):
         raise EvidenceError(f"{logs[0]}:1: no Zephyr coordinator/worker lines found (not a Zephyr log?)")
     newest = max(file.stat().st_mtime for kind in parts.values() for file, _ in kind)
     ev = Evidence(job=name, source=str(path), now=newest)
+    ev.reads = reads
     if logs or parts["records"]:
         ev.warnings.append("log files hold no Zephyr coordinator/worker lines")
     return ev

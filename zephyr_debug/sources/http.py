@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from zephyr_debug.errors import EvidenceError, UsageError, ZdebugError
+from zephyr_debug.jobstore import parse_json
 
 DEFAULT_TIMEOUT_S = 15.0
 MAX_BODY_BYTES = 256 << 20
@@ -50,9 +51,13 @@ class Response:
 
     def json(self, what: str = "answer"):
         try:
-            return json.loads(self.body)
-        except (ValueError, RecursionError):
+            return parse_json(self.body)
+        except RecursionError:
+            raise EvidenceError(f"{self.url}: {what} is JSON nested too deeply") from None
+        except json.JSONDecodeError:
             raise EvidenceError(f"{self.url}: {what} is not JSON ({self.body[:40]!r})") from None
+        except ValueError:  # CPython refuses int() of more than 4300 digits
+            raise EvidenceError(f"{self.url}: {what} holds a number of more than 4,300 digits") from None
 
 
 class _Watchdog:

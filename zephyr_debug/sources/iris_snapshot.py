@@ -150,7 +150,12 @@ def save(got: Fetched, root: Path) -> Path:
     (out / "jobs.json").write_text(json.dumps({"jobs": got.jobs, "endpoints": got.endpoints}, indent=1) + "\n")
     for name, value in (("get_status", got.status), ("get_counters", got.counters)):
         if value is not None:
-            (out / f"{name}.json").write_text(json.dumps(value, indent=1, default=str) + "\n")
+            try:
+                text = json.dumps(value, indent=1, default=str)
+            except ValueError:  # an int of more than 4300 digits (a pickle holds any int)
+                got.warnings.append(f"coordinator {name} ignored: it holds a number of more than 4,300 digits")
+                continue
+            (out / f"{name}.json").write_text(text + "\n")
     if got.telemetry is not None:
         iris_finelog.save(got.telemetry, out)
     return out

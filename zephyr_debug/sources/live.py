@@ -12,22 +12,30 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from zephyr_debug import jobstore
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, frame
-from zephyr_debug.sources import http, jobdir
+from zephyr_debug.sources import http, jobdir, jobstatus
+
+NOT_OURS = "(is this a zdebug reference coordinator?)"
 
 
 def fetch(url: str, path: str) -> dict:
-    """One JSON object from the coordinator's HTTP API, within the shared deadline."""
+    """One JSON object from the coordinator's HTTP API, within the shared deadline. A bad answer
+    (another status, not JSON, not an object) is unreadable evidence: EvidenceError, exit 3."""
     reply = http.get(url.rstrip("/") + path, what="coordinator")
     if reply.status != 200:
-        raise ZdebugError(f"{url}{path}: HTTP {reply.status} (is this a zdebug reference coordinator?)")
+        moved = f" to {reply.headers['location'][:80]!r}" if reply.headers.get("location") else ""
+        raise EvidenceError(f"{url}{path}: HTTP {reply.status}{moved} from the coordinator {NOT_OURS}")
     try:
-        data = json.loads(reply.body)
-    except (ValueError, RecursionError):
-        raise ZdebugError(f"{url}{path}: answer is not JSON (is this a zdebug reference coordinator?)") from None
+        data = jobstore.parse_json(reply.body)
+    except RecursionError:
+        raise EvidenceError(f"{url}{path}: answer nested too deeply {NOT_OURS}") from None
+    except json.JSONDecodeError:
+        raise EvidenceError(f"{url}{path}: answer is not JSON {NOT_OURS}") from None
+    except ValueError:  # CPython refuses int() of more than 4300 digits
+        raise EvidenceError(f"{url}{path}: answer holds a number of more than 4,300 digits") from None
     if not isinstance(data, dict):
-        raise ZdebugError(f"{url}{path}: unexpected answer {str(data)[:60]!r}")
+        raise EvidenceError(f"{url}{path}: unexpected answer {' '.join(str(data).split())[:60]!r} {NOT_OURS}")
     return data
 
 
@@ -64,17 +72,23 @@ def _checked(url: str, path: str, data: dict, types: Mapping[str, tuple[type, ..
     types = types or REPLY_TYPES[path]
     for key, value in data.items():
         want = types.get(key) or types.get("*")
-        if value is not None and want and not jobstore.has_type(value, want):
-            raise ZdebugError(
-                f"{url}{path}: field {key!r} is {type(value).__name__} (is this a zdebug reference coordinator?)"
-            )
+        if value is None or not want:
+            continue
+        if not jobstore.has_type(value, want):
+            raise EvidenceError(f"{url}{path}: field {str(key)[:40]!r} is {type(value).__name__} {NOT_OURS}")
+        if isinstance(value, (int, float)) and not jobstore.in_range(value):
+            shown = repr(value) if isinstance(value, float) else "an integer beyond 2^63"
+            raise EvidenceError(f"{url}{path}: field {str(key)[:40]!r} is {shown} {NOT_OURS}")
     if types is REPLY_TYPES["/workers"]:
         for key, worker in data.items():
             if not isinstance(worker, dict):  # null is no worker
-                raise ZdebugError(
-                    f"{url}{path}: worker {key!r} is {type(worker).__name__} (is this a zdebug reference coordinator?)"
-                )
+                raise EvidenceError(f"{url}{path}: worker {str(key)[:40]!r} is {type(worker).__name__} {NOT_OURS}")
             _checked(url, path, worker, WORKER_TYPES)
+    if path == "/status":
+        try:
+            jobstatus.check(data)
+        except ValueError as exc:
+            raise EvidenceError(f"{url}{path}: {exc} {NOT_OURS}") from None
     return data
 
 
@@ -89,7 +103,7 @@ def load(url: str) -> Evidence:
         ev = Evidence(job=info.get("execution_id", url), source=url, now=time.time(), config=info.get("config", {}))
     now = time.time()
     ev.source, ev.now, ev.counters = url, now, counters
-    ev.live = JobStatus(**{k: status[k] for k in JobStatus.__dataclass_fields__ if k in status})
+    ev.live = JobStatus(**jobstatus.check(status))
     ev.fatal_error = ev.live.fatal_error
     ev.progress_time = info.get("progress_time", ev.progress_time)
     ev.state = ("failed" if ev.live.fatal_error else "succeeded") if ev.live.done else "running"
