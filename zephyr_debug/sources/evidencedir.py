@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from zephyr_debug.errors import EvidenceError, ZdebugError
+from zephyr_debug.jobstore import in_range, parse_json
 from zephyr_debug.model import ALIVE_STATES, STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, frame
 from zephyr_debug.sources import counters, iris_finelog, jobstatus, logtext, tasks
 from zephyr_debug.sources.timeline import Timeline
