@@ -98,6 +98,7 @@ class Fingerprinter:
         self.in_app_rules += [(re.compile(r["module"]), bool(r["in_app"])) for r in config.get("in_app", [])]
         self.norm = Normalizer(config["masks"])
         self._frames: dict[tuple[str, str], Frame] = {}
+        self._modules: dict[str, tuple[str, str]] = {}  # one file's frames share its module
         self._signatures: dict[tuple, Signature] = {}
         self._regions: dict[tuple, Stack] = {}
 
@@ -106,7 +107,12 @@ class Fingerprinter:
         key = (path, function)
         frame = self._frames.get(key)
         if frame is None:
-            module, origin = self.module(path)
+            named = self._modules.get(path)
+            if named is None:
+                if len(self._modules) > 200_000:
+                    self._modules.clear()
+                named = self._modules[path] = self.module(path)
+            module, origin = named
             in_app = next((flag for regex, flag in self.in_app_rules if regex.search(module)), origin == "app")
             tail = ".".join(module.split(".")[-self.module_depth :])
             frame = Frame(f"{module}:{function}", in_app, f"{tail}:{function}")
