@@ -37,30 +37,20 @@ def load(path: Path) -> Evidence | None:
         raise EvidenceError(f"{exc.filename or path}: cannot list ({exc.strerror})") from None
     parts: dict[str, list] = {"log": [], "records": [], "status": [], "tasks": [], "counters": [], "finelog": []}
     errors: list[str] = []
-    skipped: list[SourceRead] = []
     for file in files:
         try:
             kind, value = classify(file)
         except ZdebugError as exc:
             errors.append(exc.message)
-            skipped.append(SourceRead(str(file), "unreadable", ignored=exc.message))
             continue
         if kind:
             parts[kind].append((file, value))
-        else:
-            skipped.append(
-                SourceRead(str(file), "other", ignored="empty, a zdebug report, or JSON zdebug does not read")
-            )
     if not any(parts.values()):
         if errors and (not path.is_dir() or len(errors) == len(files)):
             raise EvidenceError(errors[0])
         return None
     ev = _from_logs(path, parts)
     ev.warnings += [f"ignored {e}" for e in errors]
-    ev.reads += [
-        SourceRead(str(f), kind) for kind in ("status", "tasks", "counters", "finelog") for f, _ in parts[kind]
-    ]
-    ev.reads += skipped
     for file, status in parts["status"]:
         _overlay_status(ev, status, file)
     for _, table in parts["tasks"]:
@@ -177,21 +167,17 @@ def _check_tasks(file: Path, items: list) -> None:
 def _from_logs(path: Path, parts: dict[str, list]) -> Evidence:
     name = path.name if path.is_dir() else path.stem
     logs = [file for file, _ in parts["log"]]
-    sources = [(file, None) for file in logs] + list(parts["records"])
     tl = Timeline(name, str(path))
     for file in logs:
         logtext.LogScanner(tl, str(file)).scan_file(file)
     for file, records in parts["records"]:
         logtext.LogScanner(tl, str(file)).scan_records(records)
     if tl.events:
-        ev = tl.finish()
-        ev.reads = reads
-        return ev
+        return tl.finish()
     if logs and not (parts["status"] or parts["tasks"] or parts["counters"]):
         raise EvidenceError(f"{logs[0]}:1: no Zephyr coordinator/worker lines found (not a Zephyr log?)")
     newest = max(file.stat().st_mtime for kind in parts.values() for file, _ in kind)
     ev = Evidence(job=name, source=str(path), now=newest)
-    ev.reads = reads
     if logs or parts["records"]:
         ev.warnings.append("log files hold no Zephyr coordinator/worker lines")
     return ev
