@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from zephyr_debug.model import ALIVE_STATES, HEARTBEAT_TIMEOUT_S, NO_WORKERS_TIMEOUT_S, Evidence
+from zephyr_debug.model import ALIVE_STATES, HEARTBEAT_TIMEOUT_S, Evidence
 from zephyr_debug.zephyrlog import ABORT_SHARD_RE, FAILURE_KINDS
 
 NO_WORKERS_SIGNS = ("No alive workers", "registered workers are dead/failed")
@@ -30,11 +30,6 @@ class Pool:
 
 def heartbeat_timeout(ev: Evidence) -> float:
     return float(ev.config.get("heartbeat_timeout") or HEARTBEAT_TIMEOUT_S)
-
-
-def no_workers_timeout(ev: Evidence) -> float:
-    """How long Zephyr waits with no worker alive before it aborts the pipeline."""
-    return float(ev.config.get("no_workers_timeout") or NO_WORKERS_TIMEOUT_S)
 
 
 def _alive_mask(ev: Evidence) -> pd.Series:
@@ -86,12 +81,8 @@ def pool(ev: Evidence) -> Pool:
         )
     # a worker list of a heartbeat source: workers told to stop (`done`) were shut down, not lost
     shut_down = source == "worker list" and bool((ev.workers["state"] == "done").any())
-    # a log's status lines: dead until the end of a running job's evidence, or past Zephyr's no-workers timeout
-    # (the first line counting none comes up to one status period after the pool died: its resolution)
-    since = _dead_since(ev) if source == "status line" else -np.inf
-    period = np.diff(pd.to_numeric(ev.status["ts"], errors="coerce").dropna().to_numpy(dtype=float)[-8:])
-    resolution = float(np.median(period)) if len(period) else 0.0
-    stays = ev.now - since + resolution >= no_workers_timeout(ev) or ev.state in ("running", "interrupted")
+    # a log's status lines: the pool stays dead to the end of the evidence (no worker re-registered
+    # or took a shard after the first of the last lines counting none)
     if (
         registered
         and alive == 0
@@ -99,8 +90,7 @@ def pool(ev: Evidence) -> Pool:
         and ev.state != "succeeded"
         and not shut_down
         and not other_abort
-        and stays
-        and not (source == "status line" and _back_after(ev, since))
+        and not (source == "status line" and _back_after(ev, _dead_since(ev)))
     ):
         evidence.append(f"{source}: 0/{registered} workers alive, {dead} dead")
     return Pool(alive, dead, registered, source, bool(evidence), tuple(evidence))
