@@ -222,6 +222,10 @@ def test_unreadable_evidence_exits_3_with_one_line_naming_the_file(zdebug, tmp_p
     assert code == 3 and err.count(b"\n") == 1  # names <stdin>, or the file stdin was saved to
     code, _, err = zdebug("crashes", "normalize", str(path))
     assert code == 3 and err.count(b"\n") == 1 and str(path).encode() in err
+    (tmp_path / "crashes").mkdir()
+    (tmp_path / "crashes" / "0-0.txt").write_bytes(content)
+    code, _, err = zdebug("crashes", str(tmp_path / "crashes"), "--dedupe")
+    assert code == 3 and err.count(b"\n") == 1 and b"crashes" in err
 
 
 def test_a_cut_traceback_and_a_log_without_crashes_are_readable(zdebug, tmp_path):

@@ -117,23 +117,38 @@ def _crashes(source: str, stats: Stats, as_json: bool) -> tuple[Iterator[Crash],
     through the evidence loaders."""
     from zephyr_debug.crashes import inputs
 
-    path = Path(source)
-    if source == "-" or (path.is_file() and not _json(path)):
+    how = _streamed(source)
+    if how == "file":
         return inputs.stream(source, stats), None, None
-    if path.is_dir() and not jobstore.is_job_dir(path) and not any(path.rglob("*.json")):
-        return inputs.directory(path, stats), None, None
+    if how == "dir":
+        return inputs.directory(Path(source), stats), None, None
     ev = load_evidence(source, as_json)
     job_dir = Path(ev.source)
     return iter(inputs.job(ev, stats)), ev.job, job_dir if job_dir.is_dir() and jobstore.is_job_dir(job_dir) else None
 
 
-def _readable(source: str, stats: Stats) -> None:
-    """A file (or stdin) that holds no crash report must at least be text a log is made of:
-    an empty file, a binary file or random text is unreadable evidence (exit 3), not 0 crashes."""
+def _streamed(source: str) -> str | None:
+    """ "file" (a log, a crash file, stdin), "dir" (of crash files), or None (a job or JSON
+    evidence: the evidence loaders read it)."""
     path = Path(source)
-    if stats.reports or not (source == "-" or (path.is_file() and not _json(path))):
-        return  # jobs, directories and JSON evidence have their own loaders' errors
+    if source == "-" or (path.is_file() and not _json(path)):
+        return "file"
+    if path.is_dir() and not jobstore.is_job_dir(path) and not any(path.rglob("*.json")):
+        return "dir"
+    return None
+
+
+def _readable(source: str, stats: Stats) -> None:
+    """A file, stdin or directory of crash files that holds no crash report must at least be text
+    a log is made of: empty, binary or random text is unreadable evidence (exit 3), not 0 crashes."""
+    how = _streamed(source)
+    if stats.reports or how is None:
+        return  # jobs and JSON evidence have their own loaders' errors
     name = "<stdin>" if source == "-" else source
+    if how == "dir":
+        if stats.skipped * 2 >= stats.lines or stats.records == 0:
+            raise EvidenceError(f"{name}: no crash report and no log line in its *.txt / *.log files")
+        return
     if stats.lines == 0:
         raise EvidenceError(f"{name}: empty (no crash report, no log line)")
     if stats.skipped * 2 >= stats.lines:
