@@ -108,6 +108,7 @@ def test_a_group_opened_whole_has_both_ends_every_event_the_verdict_and_the_play
     one = json.loads(zdebug("crashes", str(source), "--group", g["fingerprint"], "--json")[1])["group"]
     assert one["fingerprint"] == g["fingerprint"] and one["verdict"] and one["verdict_reason"]
     assert one["first"].startswith("Traceback") and one["latest"].startswith("Traceback")
+    assert one["first_at"] == one["events"][0] and one["latest_at"] == one["events"][-1]
     code, _, err = zdebug("crashes", str(source), "--group", "zzzz")
     assert code == 2 and err.count("\n") == 1 and "zzzz" in err
 

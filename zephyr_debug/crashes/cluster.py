@@ -99,13 +99,10 @@ class CrashGroup:
     latest: str = ""  # the latest event's report as printed
     events: tuple[Event, ...] = ()  # in time order (undated ones last), the first MAX_MEMBERS
     joined: int = 0  # reports without frames or source lines that joined this group as its twin
+    first_at: Event | None = None  # where and when the first and the latest event happened
+    latest_at: Event | None = None
     history: str | None = None  # vs earlier runs of the pipeline: new | recurring | regressed (`history`)
     last_seen_in: str | None = None  # the newest earlier run (job id) that had it
-
-    @property
-    def latest_event(self) -> Event | None:
-        dated = [e for e in self.events if e.ts is not None]
-        return max(dated, key=lambda e: e.ts or 0.0) if dated else (self.events[-1] if self.events else None)
 
     def verdict(self) -> tuple[str, str]:
         """(verdict, reason): deterministic from the runs alone, no guess."""
@@ -166,6 +163,8 @@ class CrashGroup:
             "example": self.example,
             "first": self.first,
             "latest": self.latest,
+            "first_at": self.first_at.to_json() if self.first_at else None,
+            "latest_at": self.latest_at.to_json() if self.latest_at else None,
         }
         if whole:
             out["events"] = [e.to_json() for e in self.events]
@@ -208,7 +207,7 @@ class _Builder:
         self.examples.setdefault(template, sig.raw)
         if len(self.members) < MAX_MEMBERS:
             self.members.append(crash.location)
-            self.events.append(Event(crash.ts, crash.stage, crash.shard, crash.attempt, crash.worker, crash.location))
+            self.events.append(_event(crash))
         if crash.stage:
             self.stages.setdefault(crash.stage)
         if crash.worker:
@@ -291,8 +290,14 @@ class _Builder:
             first=_raw(self.first.text),
             latest=_raw(latest.text),
             events=tuple(sorted(self.events, key=_in_time)),
+            first_at=_event(self.first),
+            latest_at=_event(latest),
             joined=self.joined,
         )
+
+
+def _event(crash: Crash) -> Event:
+    return Event(crash.ts, crash.stage, crash.shard, crash.attempt, crash.worker, crash.location)
 
 
 def _in_time(event: Event) -> tuple:

@@ -145,8 +145,8 @@ def _detail(g: CrashGroup, source: str) -> list[str]:
     for d in g.deterministic:
         lines.append(
             f"[bold red]deterministic crasher:[/] {clean(d.stage or 'stage unknown')} shard {d.shard} hit this "
-            f"{d.attempts} times on {len(d.workers)} worker(s): retrying will not help "
-            f"(Zephyr retries infra failures up to 20 times)"
+            f"{d.attempts} times on {len(d.workers)} worker(s): retrying will not help"
+            + (" (Zephyr retries infra failures up to 20 times)" if g.kind in ("segv", "oom", "infra", "exit") else "")
         )
     if g.joined:
         lines.append(f"[dim]{g.joined} report(s) printed without frames or source lines joined this group[/]")
@@ -184,9 +184,8 @@ def groups(data: dict, warnings: list[str]) -> None:
             )
         for line in _detail(g, data["source"]):
             con.print(Padding(line, (0, 0, 0, 2), expand=False))
-        latest = g.latest_event
         if g.latest:
-            con.print(Padding(f"[dim]latest{_event_place(latest)}:[/]", (0, 0, 0, 2), expand=False))
+            con.print(Padding(f"[dim]latest{_event_place(g.latest_at)}:[/]", (0, 0, 0, 2), expand=False))
             con.print(Padding(clean(readable(g.latest, fp, MAX_SHOWN_LINES)), (0, 0, 0, 4), expand=False))
     _warn(warnings)
 
@@ -221,11 +220,10 @@ def group(data: dict, warnings: list[str]) -> None:
         )
     if len(events) > MAX_EVENTS:
         con.print(f"[dim]… {len(events) - MAX_EVENTS} more: --json lists them[/]")
-    first_event = events[0] if events else None
-    con.rule(f"first event{_event_place(first_event)}")
+    con.rule(f"first event{_event_place(g.first_at)}")
     con.print(clean(g.first))
     if g.count > 1:
-        con.rule(f"latest event{_event_place(g.latest_event)}")
+        con.rule(f"latest event{_event_place(g.latest_at)}")
         con.print(clean(g.latest))
     name = playbooks.for_cause().get(g.playbook_cause())
     con.rule()
