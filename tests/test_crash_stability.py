@@ -142,16 +142,19 @@ def test_several_python_minor_versions_are_installed_for_the_version_test():
     assert len(pythons) >= 2
 
 
-@pytest.mark.parametrize("kind", ("key", "chain", "segv"))
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_zipapp_crash_groups_with_its_checkout_twin(layouts, kind):
     """A zipapp's frames print no source line on 3.11/3.12 (3.13 prints them): the fingerprint
     is the same when they do, and the crash joins its twin's group when they do not."""
     fp = Fingerprinter()
-    zipped = _run(sys.executable, "zipapp", layouts["zipapp"], kind)
     checkout = _run(sys.executable, "checkout", layouts["checkout"], kind)
-    assert "app.pyz/mypipe/work.py" in zipped
-    (group,) = cluster([Crash(text=checkout, source="a", ts=1.0), Crash(text=zipped, source="b", ts=2.0)], fp)
-    assert group.count == 2 and group.fingerprint == fp.signature(checkout).fingerprint
+    crashes = [Crash(text=checkout, source="checkout", ts=1.0)]
+    for python in _pythons():
+        zipped = _run(python, "zipapp", layouts["zipapp"], kind)
+        assert "app.pyz/mypipe/work.py" in zipped
+        crashes.append(Crash(text=zipped, source=python, ts=2.0))
+    (group,) = cluster(crashes, fp)
+    assert group.count == len(crashes) and group.fingerprint == fp.signature(checkout).fingerprint
 
 
 def test_runpy_and_ctypes_frames_do_not_move_the_fingerprint(layouts):
