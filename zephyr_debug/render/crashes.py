@@ -104,7 +104,7 @@ def _variants(g: CrashGroup) -> list[str]:
         return []
     out = [f"[dim]{len(g.variants)} variants, e.g.:[/]"]
     for v in g.variants[:MAX_VARIANTS]:
-        out.append(f"  {v.n}× {clean(v.example or v.template)}")
+        out.append(f"  {v.n}× {clean(v.example) if v.example else '[dim](no message)[/]'}")
     if len(g.variants) > MAX_VARIANTS:
         out.append(f"  [dim](+{len(g.variants) - MAX_VARIANTS} more)[/]")
     return out
