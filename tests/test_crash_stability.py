@@ -166,7 +166,15 @@ def test_runpy_and_ctypes_frames_do_not_move_the_fingerprint(layouts):
     as_code = _crash(sys.executable, ["-c", MAIN, "segv"], checkout)
     assert "<frozen runpy>" in as_module and "ctypes" in as_module
     old_runpy = as_module.replace('File "<frozen runpy>"', 'File "/usr/lib/python3.10/runpy.py"')
-    sigs = [fp.signature(t) for t in (as_module, as_code, old_runpy)]
+    texts = [as_module, as_code, old_runpy]
+    py310 = glob.glob(os.path.expanduser("~/.pyenv/versions/3.10*/bin/python")) or list(
+        filter(None, [shutil.which("python3.10")])
+    )
+    if py310:  # a real 3.10: runpy frames are `.../lib/python3.10/runpy.py` there
+        real = _crash(py310[0], ["-m", "mypipe", "segv"], checkout)
+        assert "python3.10/runpy.py" in real
+        texts.append(real)
+    sigs = [fp.signature(t) for t in texts]
     assert len({s.fingerprint for s in sigs}) == 1 and sigs[0].frames[0] == "mypipe.work:segv"
     assert fp.frame("<frozen runpy>", "_run_code").in_app is False
     assert fp.frame("C:\\Python311\\Lib\\runpy.py", "_run_code").in_app is False
