@@ -400,3 +400,43 @@ def test_any_events_jsonl(scratch, text, command):
     job.mkdir(exist_ok=True)
     (job / "events.jsonl").write_text(text)
     _reads_or_fails_in_one_line([command, str(job), "--json"])
+
+
+def test_repeated_warnings_are_capped_and_shown_escaped(tmp_path):
+    """300 files zdebug cannot read: the first 3 warnings and `… and 297 more like these` on
+    stderr, every one in --json; a file name's markup and escape sequences are shown, not run."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(Path(__file__).parent / "data" / "formats" / "coordinator_pypi.log", logs / "coordinator.log")
+    for i in range(300):
+        (logs / f"notes-{i:03}.txt").write_text("not a log\n")
+    (logs / "a[red]y\x1b[2J.txt").write_text("not a log either\n")  # sorts first: shown
+    code, out, err = run_inprocess(["status", str(logs)])
+    assert code == 0 and check(["status"], code, out, err) is None, err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) <= 5, err
+    err = err.replace("\n", "")  # the console wraps long lines
+    assert "a[red]y\\x1b[2J.txt" in err and "\x1b" not in err
+    assert "notes-001.txt" in err and "notes-002.txt" not in err
+    assert "… and 298 more like these" in err
+    code, out, err = run_inprocess(["status", str(logs), "--json"])
+    assert code == 0 and len([w for w in json.loads(out)["warnings"] if w.startswith("ignored ")]) == 301
+
+
+def test_capped_keeps_each_kind_first_and_counts_the_rest():
+    from zephyr_debug.render.warnings import capped
+
+    warnings = [f"ignored f{i}.txt:1: binary data" for i in range(5)]
+    warnings += ["events.jsonl: skipped 2 unparseable line(s) (line 3, 4)", "ignored g.txt:1: binary data"]
+    assert capped(warnings, per_kind=2) == [
+        "ignored f0.txt:1: binary data",
+        "ignored f1.txt:1: binary data",
+        "… and 4 more like these",
+        "events.jsonl: skipped 2 unparseable line(s) (line 3, 4)",
+    ]
+    assert capped(warnings, per_kind=1, total=1) == [
+        "ignored f0.txt:1: binary data",
+        "… and 5 more like it",
+        "… and 1 more warning(s)",
+    ]
+    assert capped(["a", "b"]) == ["a", "b"]

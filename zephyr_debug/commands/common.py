@@ -171,14 +171,15 @@ def job_target(job: str | None, prometheus: str | None = None, run: str | None =
 def load_evidence(target: str, as_json: bool, finelog: str | None = None) -> Evidence:
     """Load evidence (with `--finelog URL`'s telemetry merged in); its warnings (skipped lines, ...)
     go to stderr unless JSON carries them."""
-    from zephyr_debug.render.output import err_console
+    from zephyr_debug.render.output import clean, err_console
+    from zephyr_debug.render.warnings import capped
     from zephyr_debug.sources import load
 
     ev = load(target, finelog)
     if not as_json:
         con = err_console()
-        for warning in ev.warnings:
-            con.print(f"[yellow]warning:[/] {warning}", markup=True, highlight=False)
+        for warning in capped(ev.warnings):  # evidence names the files: no markup, no control sequences
+            con.print(f"[yellow]warning:[/] {clean(warning)}", markup=True, highlight=False)
     return ev
 
 

@@ -40,6 +40,7 @@ from zephyr_debug.render.report_tables import (
     table,
     worker_totals,
 )
+from zephyr_debug.render.warnings import capped
 
 FLAGGED = "#f58518"  # outline of the bars of flagged shards (no outcome uses it)
 SERIES = {"in_flight": "#4c78a8", "queue_depth": "#b279a2", "completed": "#54a24b"}
@@ -478,7 +479,7 @@ def _header(ev: Evidence, analysis: Analysis, t0: float) -> str:
         for s in ev.stages
     ]
     fatal = f'<p class="cause">fatal error: {e(ev.fatal_error)}</p>' if ev.fatal_error else ""
-    warn = "".join(f'<p class="muted">warning: {e(w)}</p>' for w in (*ev.warnings, *analysis.warnings))
+    warn = "".join(f'<p class="muted">warning: {e(w)}</p>' for w in capped([*ev.warnings, *analysis.warnings]))
     return (
         f'<h1>zdebug report · {e(ev.job)}</h1><p class="headline">{e(analysis.headline)}</p>'
         f"<p>state <b>{e(ev.state)}</b> · source <code>{e(ev.source)}</code> · {len(ev.attempts):,} attempts · "
