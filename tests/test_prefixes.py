@@ -158,3 +158,39 @@ def test_the_12_hour_viewer_tail_reads_its_times(tmp_path):
     ev = _load(tmp_path, "tail", "\n".join(lines) + "\n")
     ts = ev.status["ts"].dropna()
     assert len(ts) >= 2 and ts.max() - ts.min() == pytest.approx(12 * 3600)
+
+
+def _records(text: str) -> list[tuple[float, str]]:
+    """The canonical lines as log records (time, message with its traceback), in order."""
+    out: list[tuple[float, str]] = []
+    for line in text.splitlines():
+        m = CANONICAL.match(line)
+        if m is None:
+            out[-1] = (out[-1][0], out[-1][1] + "\n" + line)
+            continue
+        y, mo, d, h, mi, s, ms, message = m.groups()
+        out.append((calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(s))) + int(ms) / 1000, message))
+    return out
+
+
+@pytest.mark.parametrize("export", ["cloud-logging", "journald", "iris-jsonl"])
+def test_json_record_exports_read_as_the_log(export, canonical_text, canonical, tmp_path):
+    """Cloud Logging's JSON array (newest first), journald's JSON lines (µs times), Iris records."""
+    import json
+    from datetime import UTC, datetime
+
+    recs = _records(canonical_text)
+    iso = [datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z") for ts, _ in recs]
+    texts = [t for _, t in recs]
+    if export == "cloud-logging":
+        rows = [{"textPayload": t, "timestamp": i, "severity": "INFO"} for t, i in zip(texts, iso, strict=True)]
+        body = json.dumps(rows[::-1])
+    elif export == "journald":
+        body = "\n".join(json.dumps({"MESSAGE": t, "__REALTIME_TIMESTAMP": str(round(ts * 1e6))}) for ts, t in recs)
+    else:
+        body = "\n".join(json.dumps({"data": t, "timestamp": i}) for t, i in zip(texts, iso, strict=True))
+    path = tmp_path / "export.json"
+    path.write_text(body + "\n", encoding="utf-8")
+    from zephyr_debug.sources import load
+
+    assert _facts(load(str(path))) == _facts(canonical), export

@@ -174,6 +174,21 @@ JOB_STATES = ("running", "succeeded", "failed", "interrupted", "unknown")  # wha
 
 
 @dataclass
+class SourceRead:
+    """One source of the evidence as read: its kind (`log`, `records`, `status`, `tasks`, …), the
+    Zephyr event lines found in it and how many of them carried a time; or why it was ignored."""
+
+    path: str
+    kind: str
+    events: int | None = None  # event lines (log sources only)
+    timed: int | None = None  # ... of which carried a time
+    ignored: str | None = None  # why nothing of it was used
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+@dataclass
 class Evidence:
     """Everything one source knows about one job."""
 
@@ -197,6 +212,7 @@ class Evidence:
     # a busy worker may not write for a long time: silence there is not death).
     heartbeat_ages: bool = True
     provenance: list[str] = field(default_factory=list)  # what it was built from, e.g. ["coordinator-log", "finelog"]
+    reads: list[SourceRead] = field(default_factory=list)  # each source read, and what it gave
     # (ts, worker, event) for "registered", "reregistered", "heartbeat-timeout" (worker churn), in time order
     worker_events: list[tuple[float, str, str]] = field(default_factory=list)
 

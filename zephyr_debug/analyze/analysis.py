@@ -18,6 +18,7 @@ from zephyr_debug.analyze import (
     causes,
     churn,
     counters,
+    coverage,
     failures,
     known,
     liveness,
@@ -26,6 +27,7 @@ from zephyr_debug.analyze import (
     shardtable,
     speed,
 )
+from zephyr_debug.analyze.coverage import Coverage
 from zephyr_debug.analyze.nextsteps import Steps, is_live
 from zephyr_debug.analyze.tail import Episode, episodes, stage_bounds
 from zephyr_debug.analyze.thresholds import REQUEUE_GRACE_HEARTBEATS, Thresholds
@@ -72,6 +74,7 @@ class Analysis:
     thresholds: Thresholds
     warnings: tuple[str, ...] = ()
     next: tuple[str, ...] = field(default=())
+    coverage: Coverage | None = None  # what the evidence could show (None: not judged)
 
     @property
     def problems(self) -> tuple[Finding, ...]:
@@ -80,7 +83,12 @@ class Analysis:
 
     @property
     def healthy(self) -> bool:
-        return not self.problems
+        """No problem found, and the evidence could have shown each (nothing `cannot_tell`)."""
+        return not self.problems and not self.cannot_tell
+
+    @property
+    def cannot_tell(self) -> tuple[str, ...]:
+        return self.coverage.blind if self.coverage else ()
 
     @property
     def has_errors(self) -> bool:
@@ -106,6 +114,7 @@ class Analysis:
             "findings": [dict(f.to_json(), rank=i) for i, f in enumerate(self.findings, 1)],
             "next": list(self.next),
             "warnings": list(self.warnings),
+            "coverage": self.coverage.to_json() if self.coverage else None,
             "thresholds": self._thresholds_json(),
         }
 
@@ -163,6 +172,7 @@ class Analysis:
             "headline": self.headline,
             "diagnosis": " ".join([self.headline, *(f"{f.title}." for f in self.problems[:3])]),
             "healthy": self.healthy,
+            "coverage": self.coverage.to_json() if self.coverage else None,
             "stragglers": [
                 {
                     "shard": f.shard,
@@ -287,6 +297,7 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
         thresholds=th,
         warnings=tuple(ev.warnings),
         next=tuple(dict.fromkeys(step for f in found if f.severity != INFO for step in f.next[:1])),
+        coverage=coverage.judge(ev, prog, steps.target, steps.live),
     )
 
 
@@ -492,6 +503,10 @@ def _stage_rows(ev: Evidence, stats: pd.DataFrame) -> tuple[StageRow, ...]:
     walls = stage_bounds(ev)["wall_s"]
     names = [s.name for s in ev.stages] + [s for s in stats.index if s not in {x.name for x in ev.stages}]
     totals = {s.name: s.total for s in ev.stages}
+    lines = ev.status.dropna(subset=["completed"]).groupby("stage", sort=False) if len(ev.status) else None
+    completed = {str(k): int(v) for k, v in lines["completed"].max().items()} if lines is not None else {}
+    in_flight = {str(k): int(v) for k, v in lines["in_flight"].last().fillna(0).items()} if lines is not None else {}
+    unfinished = {s.name for s in ev.stages if s.end_ts is None}
     out = []
     for name in names:
         st = stats.loc[name] if name in stats.index else None
@@ -503,8 +518,8 @@ def _stage_rows(ev: Evidence, stats: pd.DataFrame) -> tuple[StageRow, ...]:
             StageRow(
                 stage=name,
                 total=int(val("total") or totals.get(name, 0)),
-                done=int(val("done") or 0),
-                running=int(val("running") or 0),
+                done=max(int(val("done") or 0), completed.get(name, 0)),  # its status lines may know more
+                running=max(int(val("running") or 0), in_flight.get(name, 0) if name in unfinished else 0),
                 median_s=val("median_s"),
                 p90_s=val("p90_s"),
                 p99_s=val("p99_s"),

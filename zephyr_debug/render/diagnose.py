@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zephyr_debug.analyze.analysis import Analysis
-from zephyr_debug.render.findings import show
+from zephyr_debug.render.findings import cannot_tell, show
 from zephyr_debug.render.output import clean, console
 
 SHOWN = 10
@@ -18,6 +18,7 @@ def render(a: Analysis) -> None:
             "[green]No problems found:[/] no straggler held a stage up, nothing is stuck or crash-looping, "
             "the workers are alive."
         )
+    cannot_tell(con, a)
     for rank, f in enumerate(a.findings[:SHOWN], 1):
         con.print()
         show(con, f, rank)

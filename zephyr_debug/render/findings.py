@@ -3,10 +3,15 @@ commands on their own lines (so they are never cut and paste as they are)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.text import Text
 
 from zephyr_debug.findings import ERROR, INFO, KINDS, Finding
+
+if TYPE_CHECKING:
+    from zephyr_debug.analyze.analysis import Analysis
 from zephyr_debug.render.output import safe
 
 SEVERITY_STYLE = {ERROR: "bold red", "warning": "yellow", INFO: "dim"}
@@ -38,6 +43,12 @@ def show(con: Console, f: Finding, rank: int | None = None, evidence: int = 4) -
         con.print(f"{INDENT}(+{len(f.evidence) - evidence} more lines: --json shows all)", style="dim")
     for step in f.next:
         con.print(Text(INDENT + "next: ") + Text(safe(step), style="bold cyan"), soft_wrap=True)
+
+
+def cannot_tell(con: Console, a: Analysis) -> None:
+    """What the evidence could not show (coverage.blind), each with what to fetch."""
+    for line in a.cannot_tell:
+        con.print(Text("cannot tell: ", style="bold yellow") + Text(safe(line)))
 
 
 def _hanging(con: Console, bullet: str, line: str) -> None:

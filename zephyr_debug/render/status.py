@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from zephyr_debug.analyze.analysis import Analysis
 from zephyr_debug.findings import INFO
-from zephyr_debug.render.findings import headline
+from zephyr_debug.render.findings import cannot_tell, headline
 from zephyr_debug.render.output import clean, console, duration, when
 
 STATE_STYLE = {"succeeded": "green", "failed": "red", "interrupted": "yellow", "running": "cyan"}
@@ -30,6 +30,7 @@ def render(a: Analysis) -> None:
     shown = [f for f in a.findings if f.severity != INFO][:NAMED]
     for f in shown:
         con.print(headline(f))
+    cannot_tell(con, a)
     rest = len(a.problems) - len(shown)
     if rest > 0:
         con.print(f"(+{rest} more: zdebug diagnose)")

@@ -36,6 +36,7 @@ def screen(snap: Snapshot, live: bool = True) -> Panel:
     parts: list[RenderableType] = [head, bar, Text.from_markup(f"[bold]{clean(a.headline)}[/]")]
     if a.tail:
         parts.append(tail_table(a.tail[-3:]))
+    parts += [Text("cannot tell: ", style="bold yellow") + Text(safe(line)) for line in a.cannot_tell]
     for f in a.problems[:SHOWN]:
         parts.append(headline(f))
         parts += [Text("     next: ") + Text(safe(step), style="bold cyan") for step in f.next[:1]]

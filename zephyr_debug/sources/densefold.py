@@ -100,6 +100,7 @@ def _batch(tl: Timeline, rows: DenseRows, lo: int, hi: int, source: str) -> bool
         return False
     # -- plain: apply -------------------------------------------------------------------------
     tl.events += hi - lo
+    tl.timed += hi - lo  # every bulk row has its Python logging time
     tl.source_now = source
     top = float(ts.max())
     if tl.last_ts is None or top > tl.last_ts:

@@ -18,14 +18,23 @@ from pathlib import Path
 
 import pandas as pd
 
+from zephyr_debug import streams, workerid, zephyrlog
 from zephyr_debug.errors import EvidenceError, ZdebugError
 from zephyr_debug.jobstore import in_range, parse_json
-from zephyr_debug.model import ALIVE_STATES, STATUS_COLUMNS, WORKER_COLUMNS, Evidence, JobStatus, frame
-from zephyr_debug.sources import counters, iris_finelog, jobstatus, logtext, tasks
+from zephyr_debug.model import (
+    ALIVE_STATES,
+    STATUS_COLUMNS,
+    WORKER_COLUMNS,
+    Evidence,
+    JobStatus,
+    SourceRead,
+    frame,
+)
+from zephyr_debug.sources import counters, fusion, iris_finelog, jobstatus, logtext, tasks
 from zephyr_debug.sources.timeline import Timeline
 
 MAX_JSON_BYTES = 256 << 20
-IRIS_LINE_RE = re.compile(rb"\[\d\d:\d\d:\d\d\] ")  # `iris job logs` lines start like a JSON list
+JSON_LIST_RE = re.compile(rb"\[\s*(?:[{\[\"\]\d-]|true|false|null)")  # `[` then a JSON value (or `]`)
 # The start of a page `zdebug report` wrote (render/report.py): its own output, never evidence.
 REPORT_RE = re.compile(rb"<!doctype html>\s*<html[^>]*><head><meta charset=\"utf-8\"><title>zdebug report ", re.I)
 
@@ -37,20 +46,31 @@ def load(path: Path) -> Evidence | None:
         raise EvidenceError(f"{exc.filename or path}: cannot list ({exc.strerror})") from None
     parts: dict[str, list] = {"log": [], "records": [], "status": [], "tasks": [], "counters": [], "finelog": []}
     errors: list[str] = []
+    skipped: list[SourceRead] = []
     for file in files:
         try:
+            file = streams.plain(file)  # a compressed log: its decompressed copy
             kind, value = classify(file)
         except ZdebugError as exc:
             errors.append(exc.message)
+            skipped.append(SourceRead(str(file), "unreadable", ignored=exc.message))
             continue
         if kind:
             parts[kind].append((file, value))
+        else:
+            skipped.append(
+                SourceRead(str(file), "other", ignored="empty, a zdebug report, or JSON zdebug does not read")
+            )
     if not any(parts.values()):
         if errors and (not path.is_dir() or len(errors) == len(files)):
             raise EvidenceError(errors[0])
         return None
     ev = _from_logs(path, parts)
     ev.warnings += [f"ignored {e}" for e in errors]
+    ev.reads += [
+        SourceRead(str(f), kind) for kind in ("status", "tasks", "counters", "finelog") for f, _ in parts[kind]
+    ]
+    ev.reads += skipped
     for file, status in parts["status"]:
         _overlay_status(ev, status, file)
     for _, table in parts["tasks"]:
@@ -63,9 +83,12 @@ def load(path: Path) -> Evidence | None:
 
 
 def looks_json(head: bytes) -> bool:
-    """The start of a JSON document (not an `iris job logs` line, which starts like a list)."""
+    """The start of a JSON document: not text that starts with `[` (an `iris job logs` line, a
+    `[exec] [stage] …` line pasted bare, a raylet or `[LEVEL]` prefix)."""
     body = head.lstrip()
-    return body[:1] in (b"{", b"[", b'"') and not IRIS_LINE_RE.match(body)
+    if body[:1] == b"[":
+        return JSON_LIST_RE.match(body) is not None and not zephyrlog.LINE_START_RE.match(b"\n" + body[:256])
+    return body[:1] in (b"{", b'"')
 
 
 def classify(file: Path) -> tuple[str | None, object]:
@@ -113,8 +136,13 @@ def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
     if isinstance(data, str):
         status = jobstatus.parse(json.dumps(data), str(file))
         return ("status", status) if status else (None, None)
-    if isinstance(data, dict) and isinstance(data.get("data"), str):
-        return "log", None  # a single Iris log record
+    if isinstance(data, dict) and logtext.record(data) is not None:
+        return "log", None  # a single log record (Iris, Cloud Logging, journald)
+    if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
+        records = [r for r in map(logtext.record, data) if r is not None]
+        if records:  # an export (Cloud Logging lists the newest first): in time order
+            timed = all(r[0] is not None for r in records)
+            return "records", sorted(records, key=lambda r: r[0] or 0.0) if timed else records
     status = jobstatus.from_dict(data, str(file)) if isinstance(data, dict) else None
     if status is not None:
         return "status", status
@@ -167,17 +195,31 @@ def _check_tasks(file: Path, items: list) -> None:
 def _from_logs(path: Path, parts: dict[str, list]) -> Evidence:
     name = path.name if path.is_dir() else path.stem
     logs = [file for file, _ in parts["log"]]
+    sources = [(file, None) for file in logs] + list(parts["records"])
     tl = Timeline(name, str(path))
-    for file in logs:
-        logtext.LogScanner(tl, str(file)).scan_file(file)
-    for file, records in parts["records"]:
-        logtext.LogScanner(tl, str(file)).scan_records(records)
+    reads, buffers = [], []
+    for file, records in sources:
+        # one source is folded as it is read (the bulk path where it pays); several are recorded,
+        # then folded in time order across them
+        into = tl if len(sources) == 1 else fusion.EventBuffer(name, str(file))
+        scanner = logtext.LogScanner(into, str(file), dense=len(sources) == 1)
+        if records is None:
+            scanner.scan_file(file)
+        else:
+            scanner.scan_records(records)
+        reads.append(SourceRead(str(file), "log" if records is None else "records", into.events, into.timed))
+        if isinstance(into, fusion.EventBuffer):
+            buffers.append(into)
+    fusion.replay(tl, buffers)
     if tl.events:
-        return tl.finish()
+        ev = tl.finish()
+        ev.reads = reads
+        return ev
     if logs and not (parts["status"] or parts["tasks"] or parts["counters"]):
         raise EvidenceError(f"{logs[0]}:1: no Zephyr coordinator/worker lines found (not a Zephyr log?)")
     newest = max(file.stat().st_mtime for kind in parts.values() for file, _ in kind)
     ev = Evidence(job=name, source=str(path), now=newest)
+    ev.reads = reads
     if logs or parts["records"]:
         ev.warnings.append("log files hold no Zephyr coordinator/worker lines")
     return ev
@@ -218,11 +260,15 @@ def _overlay_status(ev: Evidence, status: JobStatus, file: Path) -> None:
 
 
 def _merge_workers(base: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
-    """Rows of `extra` fill/override the same worker's known (non-null) fields; new workers append."""
+    """Rows of `extra` fill/override the same worker's known (non-null) fields, whatever form of
+    its name each holds (`workerid.key`); new workers append."""
     if not len(base):
         return extra
     if not len(extra):
         return base
+    known = {workerid.key(w): w for w in base["worker"].dropna().astype(str)}  # the newest name of each
+    extra = extra.assign(worker=[known.get(workerid.key(w), w) for w in extra["worker"].astype(str)])
+    extra = extra.drop_duplicates("worker", keep="last")
     merged = base.set_index("worker")
     update = extra.set_index("worker")
     for col in update.columns:

@@ -27,6 +27,8 @@ class EventBuffer(Timeline):
 
     def event(self, name: str, ts: float | None, g: dict, source: str, line: int | None, block: str | None) -> None:
         self.rows.append((name, ts, g, source, line, block))
+        self.events += 1
+        self.timed += ts is not None
 
 
 def replay(tl: Timeline, buffers: list[EventBuffer]) -> None:

@@ -57,8 +57,8 @@ _WORDS = b"|".join(re.escape(k) for k in KEYWORDS)
 EVENT_RE = re.compile(b" (?:" + _WORDS + b")")
 # Bare messages (no prefix: pasted text, `print`ed lines) start a line with their keyword. Their
 # files are scanned with this slower pattern (no literal to search for); others keep EVENT_RE.
-BARE_EVENT_RE = re.compile(b"(?:^|(?<=\n)| )(?:" + _WORDS + b")")
-BARE_START_RE = re.compile(b"(?:^|\n)(?:" + _WORDS + b")")
+BARE_EVENT_RE = re.compile(b'(?:^|(?<=[\n"])| )(?:' + _WORDS + b")")  # also a JSON string's start
+BARE_START_RE = re.compile(b'(?:^|[\n"])(?:' + _WORDS + b")")
 SPAM = b"pull_task"
 LINE_START_RE = zephyrlog.LINE_START_RE
 
@@ -417,12 +417,13 @@ class LogScanner:
 
     def _json_line(self, line: bytes) -> None:
         try:
-            rec = json.loads(line)
-            text, ts = rec["data"], record_ts(rec.get("timestamp"))
-        except (ValueError, KeyError, TypeError, RecursionError):
+            got = record(json.loads(line))
+        except (ValueError, RecursionError):
+            got = None
+        if got is None:
             self.tl.bad += 1
             return
-        LogScanner(self.tl, self.source).scan_records([(ts, text)])
+        LogScanner(self.tl, self.source).scan_records([got])
 
     def _timestamp(self, prefix: bytes) -> float | None:
         """The time of a line from the text before its message (zephyrlog.PREFIXES: any form, any
@@ -466,6 +467,30 @@ class LogScanner:
         return ts
 
 
+# A log record's text and time, by the export that wrote it: Iris (`data`), Cloud Logging
+# (`textPayload` / `jsonPayload.message`, `timestamp`), journald (`MESSAGE`, `__REALTIME_TIMESTAMP`
+# in microseconds), and plain `message` / `msg`.
+RECORD_TEXT = ("data", "textPayload", "MESSAGE", "message", "msg", "log")
+RECORD_TIME = ("timestamp", "__REALTIME_TIMESTAMP", "receiveTimestamp", "time", "ts", "asctime")
+
+
+def record(rec: object) -> tuple[float | None, str] | None:
+    """(time, text) of one JSON log record, or None when it holds no text."""
+    if not isinstance(rec, dict):
+        return None
+    payload = rec.get("jsonPayload")
+    text = next((rec[k] for k in RECORD_TEXT if isinstance(rec.get(k), str)), None)
+    if text is None and isinstance(payload, dict):
+        text = next((payload[k] for k in ("message", "msg") if isinstance(payload.get(k), str)), None)
+    if text is None:
+        return None
+    stamp = next((rec[k] for k in RECORD_TIME if rec.get(k) is not None), None)
+    try:
+        return record_ts(stamp), text
+    except (ValueError, TypeError, OverflowError):
+        return None, text
+
+
 def record_ts(value) -> float | None:
     """Iris timestamps: epoch seconds or ms, {"epoch_ms": …}, {"seconds": …}, or ISO-8601 text."""
     if isinstance(value, dict):
@@ -476,7 +501,7 @@ def record_ts(value) -> float | None:
         return None
     if isinstance(value, (int, float)) or (isinstance(value, str) and value.replace(".", "", 1).isdigit()):
         v = float(value)
-        return v / 1000 if v > 1e11 else v
+        return v / 1e6 if v > 1e14 else v / 1000 if v > 1e11 else v  # µs (journald), ms, s
     if isinstance(value, str) and value:
         try:
             return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()

@@ -40,6 +40,7 @@ class Timeline:
     def __init__(self, job: str, source: str):
         self.job, self.source = job, source
         self.events = 0
+        self.timed = 0  # events with a time
         self.bad = 0
         self.notes: list[str] = []  # warnings found while scanning (log spam, ...)
         self.status = StatusSeries()  # downsampled per stage; [-1] is the newest row
@@ -72,6 +73,7 @@ class Timeline:
     def seen(self, ts: float | None, source: str) -> None:
         """Any event line: counted, its source and time noted."""
         self.events += 1
+        self.timed += ts is not None
         self.source_now = source
         if ts is not None and (self.last_ts is None or ts > self.last_ts):
             self.last_ts = ts
