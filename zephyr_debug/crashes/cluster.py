@@ -172,7 +172,7 @@ class CrashGroup:
 
 
 def _later(a: Crash | None, b: Crash) -> bool:
-    """Is `b` later than `a` (undated crashes count in stream order, after dated ones' times)?"""
+    """Is `b` later than `a`? A dated crash is later than an undated one; undated ones go in order."""
     if a is None:
         return True
     if a.ts is None or b.ts is None:
@@ -241,6 +241,10 @@ class _Builder:
         self.attempts |= other.attempts
         for key, runs in other.runs.items():
             self.runs.setdefault(key, set()).update(runs)
+        if other.latest is not None and _later(self.latest, other.latest):
+            self.latest = other.latest
+        if other.first.ts is not None and (self.first.ts is None or other.first.ts < self.first.ts):
+            self.first = other.first
         seen = [t for t in (self.first_seen, other.first_seen) if t is not None]
         self.first_seen = min(seen) if seen else None
         seen = [t for t in (self.last_seen, other.last_seen) if t is not None]
