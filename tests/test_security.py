@@ -302,6 +302,78 @@ def test_a_url_in_evidence_never_makes_zdebug_call_out(tmp_path):
         server.server_close()
 
 
+def _counting_server(execution_id: str) -> tuple[ThreadingHTTPServer, list[str]]:
+    """A coordinator look-alike on 127.0.0.1 that answers /job as `execution_id` and counts requests."""
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            body = json.dumps({"execution_id": execution_id}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, hits
+
+
+def test_a_local_port_named_in_evidence_is_never_asked(tmp_path):
+    """A job dir without job_end whose job_start names a live pid (ours) and a port on this machine:
+    zdebug does not send that port a request (it could be any local service); the job reads as
+    interrupted. Only the coordinator the job store recorded itself for that dir is asked."""
+    server, hits = _counting_server("planted")
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        job = tmp_path / "planted"
+        job.mkdir()
+        start = {"ts": 1.0, "type": "job_start", "execution_id": "planted", "pid": os.getpid(), "url": url}
+        (job / "events.jsonl").write_text(json.dumps(start) + "\n")
+        for argv in (["status", str(job), "--json"], ["diagnose", str(job), "--json"], ["jobs", "--json"]):
+            code, _, err = run_inprocess(argv)
+            assert code == 0, err
+        assert json.loads(run_inprocess(["status", str(job), "--json"])[1])["state"] == "interrupted"
+        assert hits == []
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_coordinator_the_job_store_recorded_is_asked(tmp_path):
+    """The store's own record (written as it logs job_start, outside the job dir) is what makes a
+    job without job_end read as running; job_end forgets it."""
+    job = tmp_path / "recorded"
+    server, hits = _counting_server("recorded")
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        events = jobstore.EventLog(job / jobstore.EVENTS)
+        events.write("job_start", execution_id="recorded", url=url, pid=os.getpid())
+        assert jobstore.recorded_coordinator(job) == {
+            "job_dir": str(job.resolve()),
+            "execution_id": "recorded",
+            "url": url,
+            "pid": os.getpid(),
+        }
+        code, out, err = run_inprocess(["status", str(job), "--json"])
+        assert code == 0, err
+        assert json.loads(out)["state"] == "running" and hits == ["/job"]
+        (tmp_path / "copy").mkdir()
+        shutil.copy(job / jobstore.EVENTS, tmp_path / "copy" / jobstore.EVENTS)  # the same evidence elsewhere
+        code, out, err = run_inprocess(["status", str(tmp_path / "copy"), "--json"])
+        assert json.loads(out)["state"] == "interrupted" and hits == ["/job"]
+        events.write("job_end", state="succeeded")
+        events.close()
+        assert jobstore.recorded_coordinator(job) is None
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_pickled_reply_cannot_allocate_what_it_likes():
     """bytearray(3 GB) named in a hostile actor reply: refused, not allocated."""
     code = (

@@ -12,6 +12,7 @@ Layout of one job dir:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -87,9 +88,52 @@ def resolve_job(ref: str, root: Path | None = None) -> Path:
     raise UsageError(f"{ref}: ambiguous job prefix ({names})")
 
 
+COORDINATORS = "coordinators"  # under home(): which coordinator serves each job the store is writing
+
+
+def _record_path(job_dir: Path) -> Path:
+    key = hashlib.sha256(str(job_dir.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return home() / COORDINATORS / f"{key}.json"
+
+
+def record_coordinator(job_dir: Path, execution_id: str, url: str, pid: int) -> None:
+    """Note, outside the job dir, that `url` (served by process `pid`) is the coordinator of the job
+    in `job_dir`: the one URL zdebug will ask whether that job still runs. Evidence files (a job
+    dir unpacked from elsewhere names any url and pid) are never asked of. Best effort."""
+    path = _record_path(job_dir)
+    record = {"job_dir": str(job_dir.resolve()), "execution_id": execution_id, "url": url, "pid": pid}
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
+        temp.write_text(json.dumps(record))
+        os.replace(temp, path)
+
+
+def forget_coordinator(job_dir: Path) -> None:
+    with contextlib.suppress(OSError):
+        _record_path(job_dir).unlink()
+
+
+def recorded_coordinator(job_dir: Path) -> dict | None:
+    """`{"url", "pid", "execution_id"}` the store recorded for `job_dir` while its job ran, else None."""
+    try:
+        record = json.loads(_record_path(job_dir).read_text())
+    except (OSError, ValueError):
+        return None
+    ok = (
+        isinstance(record, dict)
+        and record.get("job_dir") == str(job_dir.resolve())
+        and isinstance(record.get("url"), str)
+        and has_type(record.get("pid"), _INT)
+    )
+    return record if ok else None
+
+
 class EventLog:
     """Append-only JSONL writer; one line per event, flushed at once, thread-safe. A failed
-    write never raises into the caller's thread: it is kept in `error` for the owner to act on."""
+    write never raises into the caller's thread: it is kept in `error` for the owner to act on.
+    A `job_start` naming its coordinator's `url` and `pid` is also recorded outside the job dir
+    (`record_coordinator`) until `job_end`."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -104,6 +148,10 @@ class EventLog:
     def write(self, type_: str, **fields) -> dict:
         event = {"ts": round(time.time(), 6), "type": type_, **fields}
         line = json.dumps(event, separators=(",", ":"), default=str)
+        if type_ == "job_start" and isinstance(fields.get("url"), str) and isinstance(fields.get("pid"), int):
+            record_coordinator(self.path.parent, str(fields.get("execution_id")), fields["url"], fields["pid"])
+        elif type_ == "job_end":
+            forget_coordinator(self.path.parent)
         with self._lock:
             if not self._fh.closed and self.error is None:
                 try:

@@ -1,7 +1,8 @@
 """Job dir source: rebuild an `Evidence` from `events.jsonl` (+ crash files).
 
-A job without `job_end` is `running` when its launcher process is still alive, otherwise
-`interrupted` (the coordinator was killed). A truncated last line is skipped and reported.
+A job without `job_end` is `running` when the coordinator the job store recorded for it (never a
+url or pid from the evidence) still answers as this job, otherwise `interrupted` (the coordinator
+was killed). A truncated last line is skipped and reported.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ def load(job_dir: Path) -> Evidence:
     attempts: dict[tuple, dict] = {}
     workers: dict[str, dict] = {}
     stages: dict[str, StageInfo] = {}
-    launcher_pid = None
     oom_killed: dict[str, float] = {}  # worker -> time its process (tree) was last OOM-killed
     ended = False
     for e in events:
@@ -57,7 +57,6 @@ def load(job_dir: Path) -> Evidence:
                 "memory_limit_mb": e.get("memory_limit_mb"),
                 "faults": e.get("faults", []),
             }
-            launcher_pid = e.get("pid")
         elif kind == "stage_start":
             stages[e["stage"]] = StageInfo(e["stage"], e["index"], e["total"], start_ts=ts)
             ev.progress_time = ts
@@ -156,7 +155,7 @@ def load(job_dir: Path) -> Evidence:
     ev.attempts = frame(list(attempts.values()), ATTEMPT_COLUMNS)
     ev.samples = frame(samples, SAMPLE_COLUMNS)
     if not ended:
-        running = launcher_pid is not None and _pid_alive(launcher_pid) and _serving(ev.config.get("url"), ev.job)
+        running = _running(job_dir, ev.job)
         ev.state = "running" if running else "interrupted"
         if running:
             ev.now = time.time()
@@ -247,10 +246,15 @@ def _inside(job_dir: Path, name: str) -> Path | None:
     return None
 
 
-def _serving(url: str | None, job: str) -> bool:
-    """Does the job's coordinator still answer, as this job? Only this machine's coordinators are
-    asked (the launcher pid was checked here): a URL from evidence never makes zdebug call out."""
-    if not url or urlsplit(url).hostname not in LOCAL_HOSTS:
+def _running(job_dir: Path, job: str) -> bool:
+    """Is the job's coordinator still up, as this job? Asked only of the coordinator the job store
+    recorded for this dir when it started the job (`jobstore.record_coordinator`), on this machine:
+    the url and pid in events.jsonl are evidence, and evidence never makes zdebug call out."""
+    record = jobstore.recorded_coordinator(job_dir)
+    if record is None or record.get("execution_id") != job or not _pid_alive(record["pid"]):
+        return False
+    url = record["url"]
+    if urlsplit(url).hostname not in LOCAL_HOSTS:
         return False
     try:
         return http.get_json(url + "/job", timeout=1.0).get("execution_id") == job
