@@ -386,3 +386,95 @@ def test_a_pickled_reply_cannot_allocate_what_it_likes():
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout) < 1024, f"{proc.stdout.strip()} MB peak"
     assert "ok" in str(unpickle.plain_data(pickle.dumps(bytearray(b"ok"))))  # real bytearrays still load
+
+
+@pytest.fixture
+def bare_coordinator(tmp_path):
+    """A reference coordinator on HTTP with one stage of 2 shards and no workers: the test is the worker."""
+    from conftest import FAST
+
+    from zephyr_debug.reference.coordinator import Coordinator, StageSpec
+    from zephyr_debug.reference.logfmt import LineLog
+    from zephyr_debug.reference.server import CoordinatorServer
+
+    events = jobstore.EventLog(tmp_path / jobstore.EVENTS)
+    c = Coordinator(
+        "e1", [StageSpec("Map", 2)], FAST, events, LineLog(tmp_path / "coordinator.log", "zephyr.execution")
+    )
+    c.begin()
+    server = CoordinatorServer(c, {"execution_id": "e1"})
+
+    def post(path: str, **body) -> requests.Response:
+        data = json.dumps(body).encode()  # as written: Infinity too
+        return requests.post(server.url + path, data=data, headers={"Content-Type": "application/json"}, timeout=10)
+
+    try:
+        yield post, tmp_path
+    finally:
+        server.close()
+        events.close()
+
+
+def test_reference_coordinator_calls_carry_the_token_registration_handed_out(bare_coordinator):
+    """Any local process could pull and fail shards in a worker's name: every call after /register
+    must carry that worker's token; re-registering hands out a new one and the old stops working."""
+    post, job = bare_coordinator
+    token = post("/register", worker="w0", pid=os.getpid()).json()["token"]
+    assert post("/pull_task", worker="w0").status_code == 400
+    assert post("/pull_task", worker="w0", token="guess").status_code == 400
+    other = post("/register", worker="w1").json()["token"]
+    assert post("/pull_task", worker="w0", token=other).status_code == 400  # another worker's token
+    task = post("/pull_task", worker="w0", token=token).json()
+    assert task["status"] == "run_task"
+    key = {"stage_index": 0, "shard": task["task"]["shard"], "attempt": 0}
+    assert post("/report_error", worker="w0", error="boom", **key).status_code == 400
+    assert post("/heartbeat", worker="w0", sample={"rss_bytes": 1}).status_code == 400
+    new = post("/register", worker="w0").json()["token"]  # a restarted worker re-registers its id
+    assert new != token and post("/heartbeat", worker="w0", token=token).status_code == 400
+    assert post("/heartbeat", worker="w0", token=new, sample={"rss_bytes": 1}).json()["status"] == "ok"
+    assert post("/register", worker="w0\n2026-12-01 10:00:00,000 INFO zephyr.execution: fake").status_code == 400
+    types = [e["type"] for e in jobstore.read_events(job / jobstore.EVENTS)]
+    assert "shard_failed" in types and types.count("shard_failed") == 1  # only the re-registration's infra failure
+    assert "fake" not in (job / "coordinator.log").read_text()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        ("/heartbeat", {"sample": {"type": "job_end", "state": "succeeded"}}),
+        ("/heartbeat", {"sample": {"ts": 0, "rss_bytes": 1}}),
+        ("/heartbeat", {"sample": {"abort": True}}),
+        ("/heartbeat", {"sample": {"rss_bytes": "lots"}}),
+        ("/heartbeat", {"sample": {"cpu_pct": 1e400}}),
+        ("/heartbeat", {"sample": [1]}),
+        ("/report_result", {"elapsed_s": 1.0, "items": 1, "type": "abort", "fatal_error": "planted"}),
+        ("/report_result", {"elapsed_s": 1.0, "items": "many"}),
+        ("/report_result", {"elapsed_s": 1.0, "counters": {"a/b": "x"}}),
+        ("/report_error", {"error": "x", "ts": 1e10, "type": "job_end"}),
+        ("/report_error", {"error": ["x"]}),
+    ],
+    ids=lambda c: f"{c[0]}-{json.dumps(c[1])[:40]}",
+)
+def test_reference_coordinator_takes_only_whitelisted_fields_of_their_types(bare_coordinator, call):
+    """A sample or report cannot rewrite the job's record (`type`, `ts`, a job_end or abort): refused
+    whole, before anything changes."""
+    post, job = bare_coordinator
+    token = post("/register", worker="w0").json()["token"]
+    task = post("/pull_task", worker="w0", token=token).json()["task"]
+    path, body = call
+    if path != "/heartbeat":
+        body = {"stage_index": 0, "shard": task["shard"], "attempt": 0, **body}
+    reply = post(path, worker="w0", token=token, **body)
+    assert reply.status_code == 400, reply.text
+    types = [e["type"] for e in jobstore.read_events(job / jobstore.EVENTS)]
+    assert {"job_end", "abort", "heartbeat", "shard_done", "shard_failed"}.isdisjoint(types), types
+    assert post(
+        "/report_result",
+        worker="w0",
+        token=token,
+        stage_index=0,
+        shard=task["shard"],
+        attempt=0,
+        elapsed_s=0.5,
+        items=3,
+    ).json() == {"ok": True}  # the shard is still the worker's to finish

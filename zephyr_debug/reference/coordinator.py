@@ -3,10 +3,19 @@
 Pure in-process logic behind one lock; `server.py` puts it on HTTP and `launcher.py`
 drives its clock (`tick`). Everything it decides is written to the job's event log and
 coordinator.log in Zephyr's formats.
+
+What a worker sends is checked before anything changes: a worker id is a plain name, a heartbeat
+sample and a shard report carry only the fields in `SAMPLE_FIELDS` / `REPORT_FIELDS`, of their
+types (so a sample can never set an event's `type` or `ts`); anything else is `Refused` (HTTP 400).
+Registration hands out a per-worker token that every later call over HTTP must carry
+(`authorize`); re-registering an id hands out a new one and the old stops working.
 """
 
 from __future__ import annotations
 
+import hmac
+import re
+import secrets
 import threading
 import time
 from collections import Counter, deque
@@ -14,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from zephyr_debug import zephyrlog
-from zephyr_debug.jobstore import EventLog
+from zephyr_debug.jobstore import EventLog, has_type, in_range
 from zephyr_debug.model import (
     HEARTBEAT_INTERVAL_S,
     HEARTBEAT_TIMEOUT_S,
@@ -29,6 +38,53 @@ from zephyr_debug.reference.logfmt import LineLog
 
 RUN_TASK, NO_WORK, SHUTDOWN = "run_task", "no_work_backoff", "shutdown"
 ACTIVE, FAILED, DONE = "active", "failed", "done"
+WORKER_ID_RE = re.compile(r"[\w.:@/-]{1,200}")  # Zephyr's ids, Iris task paths: no spaces, no line breaks
+_NUM, _INT = (int, float), (int,)
+SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {  # a heartbeat's resource sample (worker.Worker.sample)
+    "pid": _INT,
+    "rss_bytes": _INT,
+    "rss_peak_bytes": _INT,
+    "cpu_pct": _NUM,
+    "disk_bytes": _INT,
+    "shard": _INT,
+    "items": _INT,
+    "bytes": _INT,
+}
+REPORT_FIELDS: dict[str, tuple[type, ...]] = {  # what a shard report carries besides its own arguments
+    "returncode": _INT,
+    "peak_rss_bytes": _INT,
+    "runner": (str,),
+    "failure": (str,),
+    "elapsed_s": _NUM,
+    "cpu_time_s": _NUM,
+    "mem_peak_bytes": _INT,
+    "mem_avg_bytes": _INT,
+}
+
+
+class Refused(ValueError):
+    """A worker call the coordinator will not act on (the HTTP layer answers 400)."""
+
+
+def checked(what: str, values: object, allowed: dict[str, tuple[type, ...]]) -> dict[str, Any]:
+    """`values` as an object of `allowed` fields, each of its type (None allowed), numbers finite."""
+    if not isinstance(values, dict):
+        raise Refused(f"{what} is {type(values).__name__}, not an object")
+    for key, value in values.items():
+        types = allowed.get(key)
+        if types is None:
+            raise Refused(f"{what}: unknown field {str(key)[:40]!r}")
+        if value is None:
+            continue
+        if not has_type(value, types) or (isinstance(value, (int, float)) and not in_range(value)):
+            raise Refused(f"{what}: field {key!r} is {type(value).__name__} {str(value)[:40]!r}")
+    return dict(values)
+
+
+def _worker_id(worker_id: object) -> str:
+    if not isinstance(worker_id, str) or not WORKER_ID_RE.fullmatch(worker_id):
+        raise Refused(f"worker id {str(worker_id)[:60]!r} is not a plain name")
+    return worker_id
 
 
 @dataclass(frozen=True)
@@ -102,6 +158,7 @@ class Coordinator:
         self._status_lines_this_stage = 0
         self._all_dead_since: float | None = None
         self._next_status = 0.0
+        self._tokens: dict[str, str] = {}  # worker id -> the token its registration handed out
 
     def begin(self) -> None:
         """Start the first stage (after the launcher has written job_start)."""
@@ -163,7 +220,21 @@ class Coordinator:
             self.log.info(zephyrlog.FINAL_COUNTERS.format(counters=dict(self.counters)))
 
     # -- worker API ------------------------------------------------------------------
+    def authorize(self, call: str, worker_id: object, token: object) -> None:
+        """The HTTP boundary's check: a plain worker id and, for every call but `/register`, the
+        token that worker's registration handed out. Refused otherwise."""
+        _worker_id(worker_id)
+        if call == "/register":
+            return
+        with self._lock:
+            expected = self._tokens.get(str(worker_id))
+        if expected is None or not isinstance(token, str) or not hmac.compare_digest(token, expected):
+            raise Refused(f"{call}: worker {worker_id!r} did not send the token its registration handed out")
+
     def register(self, worker_id: str, pid: int | None = None) -> dict:
+        _worker_id(worker_id)
+        if pid is not None and not (has_type(pid, _INT) and 0 < pid < 1 << 32):
+            raise Refused(f"pid {str(pid)[:40]!r} is not a process id")
         with self._lock:
             now = time.time()
             known = self.workers.get(worker_id)
@@ -177,7 +248,12 @@ class Coordinator:
                 self.workers[worker_id] = _Worker(worker_id, pid, last_seen=now)
                 self.log.info(zephyrlog.REGISTERED.format(worker=worker_id, n=len(self.workers)))
                 self.events.write("worker_registered", worker=worker_id, pid=pid)
-            return {"execution_id": self.execution_id, "heartbeat_interval": self.config.heartbeat_interval}
+            token = self._tokens[worker_id] = secrets.token_urlsafe(24)
+            return {
+                "execution_id": self.execution_id,
+                "heartbeat_interval": self.config.heartbeat_interval,
+                "token": token,
+            }
 
     def pull_task(self, worker_id: str) -> dict:
         with self._lock:
@@ -248,6 +324,9 @@ class Coordinator:
         counters: dict[str, float] | None = None,
         **extra,
     ) -> dict:
+        checked("shard report", {"elapsed_s": elapsed_s, "items": items, "bytes": bytes}, REPORT_FIELDS | SAMPLE_FIELDS)
+        checked("counters", counters or {}, dict.fromkeys(map(str, counters or {}), _NUM))
+        extra = checked("shard report", extra, REPORT_FIELDS)
         with self._lock:
             record = self._current(worker_id, stage_index, shard, attempt)
             if record is None:
@@ -291,6 +370,8 @@ class Coordinator:
         crash_file: str | None = None,
         **extra,
     ) -> dict:
+        checked("error report", {"error": error, "crash_file": crash_file}, {"error": (str,), "crash_file": (str,)})
+        extra = checked("error report", extra, REPORT_FIELDS)
         with self._lock:
             record = self._current(worker_id, stage_index, shard, attempt)
             if record is None:
@@ -333,6 +414,7 @@ class Coordinator:
             return {"ok": True}
 
     def heartbeat(self, worker_id: str, sample: dict[str, Any] | None = None) -> dict:
+        sample = checked("heartbeat sample", sample or {}, SAMPLE_FIELDS)  # never the event's type, ts, worker…
         with self._lock:
             worker = self.workers.get(worker_id)
             if worker is None or worker.state == FAILED:

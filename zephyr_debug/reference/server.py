@@ -75,6 +75,7 @@ class CoordinatorServer:
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         c = self.coordinator
         worker = body.pop("worker")
+        c.authorize(path, worker, body.pop("token", None))  # Refused (400): a bad id, or not its token
         if path == "/register":
             return c.register(worker, body.get("pid"))
         if path == "/pull_task":

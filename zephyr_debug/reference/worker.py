@@ -50,11 +50,15 @@ class Worker:
         self._peak_rss = 0
         self._stop = threading.Event()
         self.telemetry = telemetry.ShardRows(cfg.get("finelog"), cfg.get("execution_id", ""), self.log)
+        self.token: str | None = None  # handed out by each registration; every later call carries it
 
     def call(self, path: str, **body) -> dict:
-        reply = self.http.post(self.url + path, json={"worker": self.id, **body}, timeout=30)
+        reply = self.http.post(self.url + path, json={"worker": self.id, "token": self.token, **body}, timeout=30)
         reply.raise_for_status()
         return reply.json()
+
+    def register(self) -> None:
+        self.token = self.call("/register", pid=os.getpid())["token"]
 
     # -- heartbeat -------------------------------------------------------------------
     def sample(self) -> dict:
@@ -93,7 +97,7 @@ class Worker:
                 reply = self.call("/heartbeat", sample=sample)
                 failures = 0
                 if reply.get("status") == "unknown_worker":
-                    self.call("/register", pid=os.getpid())
+                    self.register()
             except requests.RequestException as exc:
                 failures += 1
                 self.log.warning(
@@ -104,7 +108,7 @@ class Worker:
 
     # -- main loop -------------------------------------------------------------------
     def run(self) -> int:
-        self.call("/register", pid=os.getpid())
+        self.register()
         threading.Thread(target=self._heartbeat_loop, daemon=True, name="heartbeat").start()
         while True:
             reply = self.call("/pull_task")
@@ -113,7 +117,7 @@ class Worker:
                 self._stop.set()
                 return 0
             if status == "unknown_worker":
-                self.call("/register", pid=os.getpid())
+                self.register()
             elif status == "run_task":
                 self.run_task(reply["task"])
             else:
