@@ -264,6 +264,61 @@ def test_evidence_text_cannot_inject_markup():
     assert text.count("<script") == 2 + text.count('<div class="plot"')  # plotly.js, the figure specs, the drawer
 
 
+def _figures(page: str) -> list[dict]:
+    specs = re.findall(r'<script type="application/json" id="fig-\d+-spec">(.*?)</script>', page)
+    return [json.loads(spec) for spec in specs]
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_worker_ids_and_labels_in_figures_are_text_not_markup():
+    """Plotly draws `<a href>`, `<b>`, `<span style>` in tick labels, trace names, annotations and
+    hovers: every evidence string in a figure spec has its `<`, `>`, `&` as entities, once, and its
+    quotes as they are (plotly does not decode `&quot;`)."""
+    ev = big_evidence(shards=40, workers=4, straggler=39)
+    link = '<a href="https://example.com/?a=1&b=2">w"1\'</a>'
+    style = "<span style='font-size:80px'>big</span>"
+    ev.attempts["worker"] = ev.attempts["worker"].replace("zephyr-job-p0-workers-1", link)
+    ev.attempts["worker"] = ev.attempts["worker"].replace("zephyr-job-p0-workers-2", style)
+    ev.samples["worker"] = ev.samples["worker"].replace("zephyr-job-p0-workers-1", link)
+    ev.attempts["stage"] = ev.attempts["stage"].astype(str)
+    ev.attempts["error"] = ev.attempts["error"].replace("ValueError: bad record", "E<b>bold</b> & 'q'")
+    strings = [s for fig in _figures(render(ev, analyze(ev))) for s in _strings(fig)]
+    assert strings
+    for s in strings:
+        assert "<a " not in s and "<span" not in s and "<b>bold" not in s, s
+        assert "&quot;" not in s and "&amp;amp;" not in s and "&amp;lt;" not in s and "&#x27;" not in s, s
+    assert any('&lt;a href="https://example.com/?a=1&amp;b=2"&gt;w"1\'&lt;/a&gt;' in s for s in strings)
+    assert any("&lt;span style='font-size:80px'&gt;big&lt;/span&gt;" in s for s in strings)
+    assert any("E&lt;b&gt;bold&lt;/b&gt; &amp; 'q'" in s for s in strings)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_worker_id_that_is_a_link_is_drawn_as_text_in_chromium(tmp_path):
+    """Before: plotly made the worker id `<a href=…>` a link in the timeline's ticks and hovers, and
+    `"` showed as `&quot;`."""
+    ev = big_evidence(shards=40, workers=4, straggler=39)
+    link = '<a href="https://example.com/?a=1&b=2">w"1</a>'
+    ev.attempts["worker"] = ev.attempts["worker"].replace("zephyr-job-p0-workers-1", link)
+    ev.samples["worker"] = ev.samples["worker"].replace("zephyr-job-p0-workers-1", link)
+    page = tmp_path / "links.html"
+    page.write_text(render(ev, analyze(ev)))
+    dom, log, _ = chromium(page, tmp_path)
+    assert_rendered(dom, log, page.read_text())
+    assert not re.search(r"<a[^>]*example\.com", dom) and "&amp;quot;" not in dom
+    svg = "".join(re.findall(r"<svg.*?</svg>", dom, re.S))
+    assert '&lt;a href="https://example.com/?a=1&amp;b=2"&gt;w"1&lt;/a&gt;' in svg  # the tick label, as text
+
+
 def test_unwritable_output_is_a_one_line_error(tmp_path):
     log = Path(__file__).parent / "data" / "formats" / "coordinator_pypi.log"
     proc = zdebug("report", str(log), "-o", str(tmp_path / "missing" / "r.html"), "--json")

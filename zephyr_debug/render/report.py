@@ -34,6 +34,7 @@ from zephyr_debug.render.report_tables import (
     attempt_frame,
     attempt_table,
     e,
+    label,
     num,
     size,
     summary_metrics,
@@ -181,7 +182,8 @@ def _gantt(
         )
         a = a[~done | a.index.isin(keep)]
         is_hot = is_hot[a.index]
-    labels, prefix = short_names(a["worker"].unique())
+    names, prefix = short_names(a["worker"].unique())
+    labels = {worker: label(name) for worker, name in names.items()}  # category ticks and hovers: drawn as markup
     order = sorted(labels.values(), key=lambda s: (len(s), s))
     a = a.assign(y=a["worker"].map(labels))
     fig = go.Figure()
@@ -198,7 +200,7 @@ def _gantt(
                 hot, "flagged by the analysis", {"color": "rgba(0,0,0,0)", "line": {"color": FLAGGED, "width": 3}}, 0.9
             )
         )
-    row_of = {label: i for i, label in enumerate(order)}
+    row_of = {name: i for i, name in enumerate(order)}
     linked = a[a["shard"].isin([n for s, n in wanted if s == stage])]
     newest = linked.sort_values("attempt").groupby("shard").tail(1).set_index("shard")
     for shard, r in newest.iterrows():
@@ -213,7 +215,7 @@ def _gantt(
         fig.add_annotation(
             x=x1,
             y=order[y],
-            text=e(f"shard {shard} · {f.kind}"),
+            text=label(f"shard {shard} · {f.kind}"),
             showarrow=True,
             arrowhead=2,
             ax=30,
@@ -229,7 +231,7 @@ def _gantt(
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
         xaxis={"title": _x_title(t0)},
         yaxis={
-            "title": e(f"worker {prefix}…" if prefix else "worker"),
+            "title": label(f"worker {prefix}…" if prefix else "worker"),
             "type": "category",
             "categoryorder": "array",
             "categoryarray": order,
@@ -252,7 +254,7 @@ def _bars(rows: pd.DataFrame, name: str, marker: dict, width: float, texts: bool
         )
         for items, nbytes, peak in zip(rows["items"], rows["bytes"], rows["peak"], strict=True)
     ]
-    error = [e(str(x)[:ERROR_CHARS]) if isinstance(x, str) and x else "" for x in rows["error"]]
+    error = [label(str(x)[:ERROR_CHARS]) if isinstance(x, str) and x else "" for x in rows["error"]]
     data = list(
         zip(
             rows["shard"].astype(int).tolist(),
@@ -265,7 +267,7 @@ def _bars(rows: pd.DataFrame, name: str, marker: dict, width: float, texts: bool
     )
     return go.Bar(
         orientation="h",
-        name=e(name),
+        name=label(name),
         y=rows["y"].tolist(),
         base=rows["start"].round(3).to_numpy(),
         x=rows["secs"].round(3).to_numpy(),
@@ -277,7 +279,7 @@ def _bars(rows: pd.DataFrame, name: str, marker: dict, width: float, texts: bool
         insidetextanchor="middle",
         textfont={"size": 10},
         hovertemplate="shard %{customdata[0]} · attempt %{customdata[1]} · %{customdata[2]} s<br>"
-        "worker %{y}<br>%{customdata[3]}<br>%{customdata[4]}<extra>" + e(name) + "</extra>",
+        "worker %{y}<br>%{customdata[3]}<br>%{customdata[4]}<extra>" + label(name) + "</extra>",
     )
 
 
@@ -324,7 +326,7 @@ def _progress(ev: Evidence, t0: float, episodes, limits: Limits, notes: list[str
                 x=s.start_ts - t0,
                 y=1,
                 yref="paper",
-                text=e(s.name),
+                text=label(s.name),
                 showarrow=False,
                 xanchor="left",
                 yanchor="bottom",
@@ -366,7 +368,7 @@ def _throughput(ev: Evidence, t0: float, limits: Limits, notes: list[str], earli
             go.Scatter(
                 x=(x[:-1][keep[1:]] - t0).round(3),  # a rate holds from the row before
                 y=np.clip(rate[keep], 0, None).round(3),
-                name=e(str(stage)),
+                name=label(stage),
                 mode="lines",
                 line={"color": color, "shape": "hv"},
             )
@@ -380,7 +382,7 @@ def _throughput(ev: Evidence, t0: float, limits: Limits, notes: list[str], earli
                     go.Scatter(
                         x=span,
                         y=[round(items.rate, 3)] * 2,
-                        name=e(f"{stage} · {run.job} (mean)"),
+                        name=label(f"{stage} · {run.job} (mean)"),
                         mode="lines",
                         line={"color": color, "dash": "dash", "width": 1},
                     )
@@ -434,8 +436,8 @@ def _resources(ev: Evidence, t0: float, limits: Limits, notes: list[str]):
                 go.Scatter(
                     x=x,
                     y=w[col].round(2).to_numpy(),
-                    name=e(worker),
-                    legendgroup=e(worker),
+                    name=label(worker),
+                    legendgroup=label(worker),
                     showlegend=row == 1,
                     mode="lines",
                     line={"color": color, "width": 1.5},
@@ -450,7 +452,7 @@ def _resources(ev: Evidence, t0: float, limits: Limits, notes: list[str]):
             row=1,
             col=1,
             line={"color": "#e45756", "dash": "dash"},
-            annotation_text=f"memory limit {limit} MB",
+            annotation_text=label(f"memory limit {limit} MB"),
             annotation_position="top left",
         )
     fig.update_layout(template=TEMPLATE, height=560, margin={"l": 10, "r": 10, "t": 30, "b": 40}, hovermode="x unified")

@@ -35,6 +35,14 @@ def e(text) -> str:
     return html.escape(safe(text))
 
 
+def label(text) -> str:
+    """Evidence text for a plotly string (trace name, axis title, category tick, annotation, hover
+    value): plotly draws `<a href>`, `<b>`, `<br>`, `<span style>` found in them and decodes only
+    the entities it knows (`&amp;`, `&lt;`, `&gt;`, numeric; not `&quot;`), so `&`, `<`, `>` become
+    entities and quotes stay as they are: `e()` here would show `&quot;` in the chart."""
+    return safe(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def num(frame: pd.DataFrame, col: str) -> pd.Series:
     return pd.to_numeric(frame[col], errors="coerce") if col in frame else pd.Series(np.nan, index=frame.index)
 
