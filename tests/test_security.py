@@ -369,6 +369,12 @@ def test_the_coordinator_the_job_store_recorded_is_asked(tmp_path):
         events.write("job_end", state="succeeded")
         events.close()
         assert jobstore.recorded_coordinator(job) is None
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        jobstore.record_coordinator(tmp_path / "killed", "killed", url, dead.pid)  # its launcher was SIGKILLed
+        jobstore.record_coordinator(job, "recorded", url, os.getpid())  # the next job prunes it
+        assert jobstore.recorded_coordinator(tmp_path / "killed") is None
+        jobstore.forget_coordinator(job)
     finally:
         server.shutdown()
         server.server_close()

@@ -104,9 +104,23 @@ def record_coordinator(job_dir: Path, execution_id: str, url: str, pid: int) -> 
     record = {"job_dir": str(job_dir.resolve()), "execution_id": execution_id, "url": url, "pid": pid}
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
+        _prune_records(path.parent)
         temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
         temp.write_text(json.dumps(record))
         os.replace(temp, path)
+
+
+def _prune_records(folder: Path) -> None:
+    """Records of launchers that died without a job_end (SIGKILL) go."""
+    for old in folder.glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            pid = json.loads(old.read_text()).get("pid")
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                old.unlink()
+            except PermissionError:
+                pass  # alive, another user's
 
 
 def forget_coordinator(job_dir: Path) -> None:
