@@ -76,3 +76,26 @@ def test_sources_read_and_ignored_are_listed(tmp_path):
 def test_a_healthy_real_capture_is_healthy_with_nothing_it_cannot_tell(name):
     d = _json("diagnose", str(REAL / name))
     assert d["healthy"] is True and d["coverage"]["cannot_tell"] == []
+
+
+def test_a_12_hour_tail_copied_from_a_viewer_is_stalled(tmp_path):
+    """The issue's case: 12 h of `4095/4096 complete, 1 in-flight, 0 queued` with a viewer's
+    receive time glued to glog lines: the times are read and the stall is named."""
+    import calendar
+
+    from zephyr_debug import zephyrlog
+
+    viewer, glog = (next(p for p in zephyrlog.PREFIXES if p.name == n) for n in ("viewer-glued", "glog"))
+    start = calendar.timegm((2026, 11, 19, 10, 0, 0))
+    path = tmp_path / "tail.log"
+    path.write_text(
+        "".join(
+            viewer.format(start + t) + glog.format(start + t) + "[exec-9] [stage0-Map] 4095/4096 complete, "
+            "1 in-flight, 0 queued, 300/300 workers alive, 0 dead\n"
+            for t in range(0, 12 * 3600 + 1, 30)
+        ),
+        encoding="utf-8",
+    )
+    d = _json("diagnose", str(path))
+    assert [f["kind"] for f in d["findings"]] == ["stalled"] and d["healthy"] is False
+    assert "No problems found" not in zdebug("diagnose", str(path)).stdout

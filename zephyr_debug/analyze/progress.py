@@ -138,22 +138,39 @@ def status_interval(ev: Evidence, stage: str) -> float:
 
 def stalled(ev: Evidence, stall_s: float) -> Finding | None:
     """No progress for `stall_s` while the job runs: Zephyr's ZephyrPipelineProgressStalled."""
-    if ev.state not in ("running", "interrupted") or ev.progress_time is None:
+    if ev.state not in ("running", "interrupted"):
         return None
-    since = ev.now - ev.progress_time
-    if since < stall_s:
+    since, at_least = (
+        (ev.now - ev.progress_time, "") if ev.progress_time is not None else (_unchanged_s(ev), "at least ")
+    )
+    if not since >= stall_s:
         return None
     return Finding(
         kind="stalled",
         causes=("stalled",),
         severity=ERROR,
-        title=f"no progress for {_minutes(since)}: ZephyrPipelineProgressStalled fires",
+        title=f"no progress for {at_least}{_minutes(since)}: ZephyrPipelineProgressStalled fires",
         evidence=(
-            f"no stage start or shard completion since {since / 60:.1f} min (alert threshold "
-            f"{stall_s / 60:.0f} min: ZephyrPipelineProgressStalled fires)",
+            f"no stage start or shard completion for {at_least}{since / 60:.1f} min"
+            + (" (the whole evidence: its status lines never change their completed count)" if at_least else "")
+            + f"; alert threshold {stall_s / 60:.0f} min: ZephyrPipelineProgressStalled fires",
         ),
         next=("zdebug playbook stall-alert",),
     )
+
+
+def _unchanged_s(ev: Evidence) -> float:
+    """How long the last stage's completed count has read the same, from the evidence's first
+    status line of that count (a log that starts in a tail shows no completion at all)."""
+    st = ev.status.dropna(subset=["ts", "completed"]) if len(ev.status) else ev.status
+    if not len(st):
+        return float("nan")
+    last = st.iloc[-1]
+    same = st[(st["stage"] == last["stage"]) & (st["completed"] == last["completed"])]
+    changed = st.index[(st["stage"] != last["stage"]) | (st["completed"] != last["completed"])]
+    if len(changed):
+        same = same.loc[same.index > changed[-1]]
+    return float(ev.now - same["ts"].min()) if len(same) else float("nan")
 
 
 def headline(ev: Evidence, prog: Progress, pool, shards: pd.DataFrame, found: list[Finding]) -> str:

@@ -382,6 +382,10 @@ class AttemptRow:
                 self[key] = value
 
 
+DEEP = 16  # attempts of one shard past which its look-ups go through an index
+RECENT_ATTEMPTS = 64  # a shard's newest attempts searched for its open / reported / previous one
+
+
 class AttemptTable:
     """Shard attempts keyed (stage, shard, attempt) in typed columns; lookups by shard go through
     one slot per shard number (its newest attempt) and a link to each attempt's previous one."""
@@ -391,10 +395,30 @@ class AttemptTable:
         self.codes = {c: array("i") for c in _CODED}
         self.names: dict[str, list[str]] = {c: [] for c in _CODED}
         self._code: dict[str, dict[str, int]] = {c: {} for c in _CODED}
-        self.shard, self.attempt, self.prev = array("q"), array("q"), array("q")
+        self.shard, self.attempt, self.prev, self.depth = array("q"), array("q"), array("q"), array("q")
         self.newest: dict[int, array] = {}  # stage code -> row of each shard's newest attempt (-1: none)
         self.sparse: dict[tuple[int, int], int] = {}  # shard numbers too far apart for a slot array
         self.extra: dict[int, dict] = {}  # rare fields (error, reason, failure, generation, ...)
+        # shards with more than DEEP attempts (a log repeating one execution): attempt -> newest row,
+        # and the highest attempt, so a look-up never walks the whole chain
+        self.deep: dict[tuple[int, int], dict[int, int]] = {}
+        self.deep_top: dict[tuple[int, int], int] = {}
+
+    def _index_deep(self, s: int, shard: int, i: int, attempt: int) -> None:
+        """Keeps the look-ups of a shard past DEEP attempts O(1) (its chain indexed once)."""
+        deep = self.deep.get((s, shard))
+        if deep is None:
+            if self.depth[i] <= DEEP:
+                return
+            deep, j = {}, i
+            while j >= 0:
+                deep.setdefault(self.attempt[j], j)  # the newest row of each attempt number
+                j = self.prev[j]
+            self.deep[(s, shard)] = deep
+            self.deep_top[(s, shard)] = max(deep)
+            return
+        deep[attempt] = i
+        self.deep_top[(s, shard)] = max(self.deep_top[(s, shard)], attempt)
 
     def code(self, column: str, value: str) -> int:
         c = self._code[column].get(value)
@@ -412,22 +436,39 @@ class AttemptTable:
             return slots[shard]
         return self.sparse.get((stage, shard), -1)
 
-    def rows_of(self, stage: str, shard: int) -> list[int]:
-        """Row numbers of the shard's attempts, oldest first."""
+    def recent(self, stage: str, shard: int, limit: int = RECENT_ATTEMPTS) -> list[AttemptRow]:
+        """The shard's newest `limit` attempts, newest first."""
         c = self._code["stage"].get(stage)
-        out, i = [], -1 if c is None else self._head(c, shard)
-        while i >= 0:
-            out.append(i)
+        out: list[AttemptRow] = []
+        i = -1 if c is None else self._head(c, shard)
+        while i >= 0 and len(out) < limit:
+            out.append(AttemptRow(self, i))
             i = self.prev[i]
-        return out[::-1]
+        return out
 
-    def keys_of(self, stage: str, shard: int) -> list[tuple]:
-        return [(stage, shard, self.attempt[i]) for i in self.rows_of(stage, shard)]
+    def top_attempt(self, stage: str, shard: int) -> int:
+        """The shard's highest attempt number (-1: none)."""
+        c = self._code["stage"].get(stage)
+        if c is None:
+            return -1
+        top = self.deep_top.get((c, shard))
+        if top is not None:
+            return top
+        i, best = self._head(c, shard), -1
+        while i >= 0:
+            best = max(best, self.attempt[i])
+            i = self.prev[i]
+        return best
 
     def _find(self, key: tuple) -> int:
         stage, shard, attempt = key
         c = self._code["stage"].get(stage)
-        i = -1 if c is None else self._head(c, shard)
+        if c is None:
+            return -1
+        deep = self.deep.get((c, shard))
+        if deep is not None:
+            return deep.get(attempt, -1)
+        i = self._head(c, shard)
         while i >= 0 and self.attempt[i] != attempt:
             i = self.prev[i]
         return i
@@ -456,7 +497,10 @@ class AttemptTable:
             col.append(NAN)
         self.shard.append(shard)
         self.attempt.append(attempt)
-        self.prev.append(self._head(s, shard))
+        prev = self._head(s, shard)
+        self.prev.append(prev)
+        self.depth.append(self.depth[prev] + 1 if prev >= 0 else 1)
+        self._index_deep(s, shard, i, attempt)
         slots = self.newest.setdefault(s, array("q"))
         if 0 <= shard < 2 * len(slots) + 65_536:
             if shard >= len(slots):
@@ -522,7 +566,15 @@ class AttemptTable:
         self.shard.frombytes(np.asarray(shards, dtype=np.int64).tobytes())
         self.attempt.frombytes(np.asarray(attempts, dtype=np.int64).tobytes())
         self.prev.frombytes(heads.tobytes())
+        known = np.frombuffer(self.depth, dtype=np.int64)
+        depth = np.ones(n, np.int64)
+        linked = heads >= 0
+        depth[linked] = known[heads[linked]] + 1
+        del known
+        self.depth.frombytes(depth.tobytes())
         rows = np.arange(base, base + n)
+        for r in np.flatnonzero(depth > DEEP).tolist():  # a shard past DEEP attempts: its index
+            self._index_deep(int(stage_codes[r]), int(shards[r]), base + r, int(attempts[r]))
         for c in codes.values():
             slots = self.newest.setdefault(c, array("q"))
             mine = np.flatnonzero(stage_codes == c)

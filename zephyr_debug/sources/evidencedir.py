@@ -87,7 +87,9 @@ def looks_json(head: bytes) -> bool:
     `[exec] [stage] …` line pasted bare, a raylet or `[LEVEL]` prefix)."""
     body = head.lstrip()
     if body[:1] == b"[":
-        return JSON_LIST_RE.match(body) is not None and not zephyrlog.LINE_START_RE.match(b"\n" + body[:256])
+        return JSON_LIST_RE.match(body) is not None and not (
+            zephyrlog.OUTER_RE.match(body) or zephyrlog.LINE_START_RE.match(b"\n" + body[:256])
+        )
     return body[:1] in (b"{", b'"')
 
 

@@ -45,7 +45,7 @@ class Timeline:
         self.notes: list[str] = []  # warnings found while scanning (log spam, ...)
         self.status = StatusSeries()  # downsampled per stage; [-1] is the newest row
         self.stages: dict[str, StageInfo] = {}
-        self.attempts = AttemptTable()  # (stage, shard, attempt) -> row; keys_of(stage, shard)
+        self.attempts = AttemptTable()  # (stage, shard, attempt) -> row; recent(stage, shard)
         self.holding: dict[str, tuple] = {}  # worker -> key of the attempt it runs
         self.workers: dict[str, dict] = {}
         self.crashes: list[Crash] = []
@@ -275,6 +275,7 @@ class Timeline:
         value = parse_literal(g["counters"])
         if isinstance(value, dict):
             self.counters = {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float))}
+        self.shutdown = True  # `[coordinator.shutdown] Final counters` is printed by the shutdown alone
 
     def on_shutdown(self, ts, *_):
         self.shutdown = True
@@ -329,14 +330,11 @@ class Timeline:
         if key is not None and key[1] == shard:
             return self.attempts[key]
         stage = self._current_stage()
-        rows = self.attempts.keys_of(stage, shard)
-        open_rows = [
-            k for k in rows if self.attempts[k].get("worker") == worker and self.attempts[k].get("outcome") == "running"
-        ]
-        if open_rows:
-            return self.attempts[open_rows[-1]]
+        for row in self.attempts.recent(stage, shard):  # newest first
+            if row.get("worker") == worker and row.get("outcome") == "running":
+                return row
         if attempt is None or (stage, shard, attempt) in self.attempts:
-            attempt = max((k[2] for k in rows), default=-1) + 1
+            attempt = self.attempts.top_attempt(stage, shard) + 1
         return self._add((stage, shard, attempt), worker=worker, outcome="running")
 
     def _add(self, key: tuple, **fields):
@@ -345,17 +343,15 @@ class Timeline:
     def _since(self, row: AttemptRow) -> float | None:
         """When a shard that no Executing line shows started: the end of its previous attempt (a
         requeued shard in a tail is handed out at once), else its stage's start."""
-        keys = [k for k in self.attempts.keys_of(row["stage"], row["shard"]) if k[2] < row["attempt"]]
-        if keys:
-            return self.attempts[max(keys, key=lambda k: k[2])].get("end_ts")
+        before = [r for r in self.attempts.recent(row["stage"], row["shard"]) if r["attempt"] < row["attempt"]]
+        if before:
+            return max(before, key=lambda r: r["attempt"]).get("end_ts")
         info = self.stages.get(row["stage"])
         return info.start_ts if info else None
 
     def _reported(self, worker: str, shard: int) -> AttemptRow | None:
         """The failed attempt (by its worker's error line) that a coordinator failure line confirms."""
-        keys = self.attempts.keys_of(self._current_stage(), shard)
-        for key in sorted(keys, key=lambda k: -k[2]):
-            row = self.attempts[key]
+        for row in sorted(self.attempts.recent(self._current_stage(), shard), key=lambda r: -r["attempt"]):
             if row.get("worker") == worker and row.get("outcome") == "failed" and not row.get("_reported"):
                 return row
         return None
@@ -447,8 +443,7 @@ class Timeline:
             return
         stage, table = self.status[-1]["stage"], self.attempts
         for shard in sorted({table.shard[i] for i in table.rows_where("kind", INFRA)}):  # few: infra failures
-            keys = table.keys_of(stage, shard)
-            row = table[max(keys)] if keys else None  # the shard's newest attempt in the stage
+            row = table.get((stage, shard, table.top_attempt(stage, shard)))  # its newest attempt in the stage
             if row is not None and row.get("outcome") == "failed" and row.get("kind") == INFRA:
                 self._add(
                     (stage, shard, row["attempt"] + 1), worker=None, start_ts=row.get("end_ts"), outcome="running"
