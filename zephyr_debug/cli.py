@@ -64,9 +64,14 @@ for _name in COMMANDS:
 
 
 def _fail(message: str, code: int) -> None:
-    from zephyr_debug.render.output import _CONTROL
+    """One line on stderr; under `--json` also `{"schema_version", "error", "exit_code"}` on stdout
+    (a script reading stdout sees why, not nothing). Same exit code either way."""
+    from zephyr_debug.render.output import _CONTROL, error_json
 
-    sys.stderr.write("zdebug: error: " + _CONTROL.sub("?", message).replace("\n", " ") + "\n")
+    line = _CONTROL.sub("?", message).replace("\n", " ")
+    if "--json" in sys.argv[1:]:
+        sys.stdout.write(error_json(line, code) + "\n")
+    sys.stderr.write("zdebug: error: " + line + "\n")
     sys.exit(code)
 
 

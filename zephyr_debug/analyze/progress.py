@@ -63,7 +63,7 @@ def latest(ev: Evidence, shards: pd.DataFrame | None = None) -> Progress:
         row.update(
             stage=stage.name,
             total=stage.total or row["total"],
-            completed=max(done, row["completed"]),
+            completed=max(done, row["completed"] if row["stage"] == stage.name else 0),
             in_flight=0 if ev.state == "succeeded" else running,
             queue_depth=0 if ev.state == "succeeded" else row.get("queue_depth", 0),
         )

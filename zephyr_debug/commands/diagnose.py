@@ -36,11 +36,14 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JSON,
     ) -> None:
         """What is wrong with a job, most costly first, with the playbook and next command for each."""
+        from zephyr_debug.analyze.liveness import listing
         from zephyr_debug.analyze.thresholds import Thresholds
+        from zephyr_debug.render import contract
         from zephyr_debug.render import diagnose as view
         from zephyr_debug.render.output import print_json
 
-        result = analyze_evidence(load_evidence(job, as_json, finelog), job, Thresholds(stall_s=stall_minutes * 60))
-        print_json(result.to_json()) if as_json else view.render(result)
+        ev = load_evidence(job, as_json, finelog)
+        result = analyze_evidence(ev, job, Thresholds(stall_s=stall_minutes * 60))
+        print_json(contract.diagnose(result, listing(ev))) if as_json else view.render(result)
         if exit_with_status:
             raise typer.Exit(exit_status(result.state, has_errors=result.has_errors))

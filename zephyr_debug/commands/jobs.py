@@ -6,6 +6,7 @@ import typer
 
 from zephyr_debug import jobstore
 from zephyr_debug.commands.common import JSON, examples
+from zephyr_debug.findings import SCHEMA_VERSION
 
 
 def register(app: typer.Typer) -> None:
@@ -24,11 +25,14 @@ def register(app: typer.Typer) -> None:
         paths = jobstore.list_jobs()
         rows = [_row(path) for path in paths]
         if as_json:
-            print_json({"root": str(jobstore.jobs_root()), "jobs": rows})
+            print_json({"schema_version": SCHEMA_VERSION, "root": str(jobstore.jobs_root()), "jobs": rows})
             return
         table = Table(title=f"jobs in {jobstore.jobs_root()}")
-        for col in ("job", "state", "stage", "progress", "last progress"):
-            table.add_column(col)
+        # The id is what a user copies: never cut or folded, the other columns wrap first.
+        ids = [clean(r["job"]) for r in rows]
+        table.add_column("job", no_wrap=True, min_width=max((len(i) for i in ids), default=3))
+        for col in ("state", "stage", "progress", "last progress"):
+            table.add_column(col, overflow="fold")
         for r in rows:
             table.add_row(
                 clean(r["job"]),

@@ -26,13 +26,19 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         from zephyr_debug import playbooks
+        from zephyr_debug.findings import SCHEMA_VERSION
         from zephyr_debug.render.output import console, print_json
 
         con = console()
         if name is None:
             books = playbooks.all_playbooks()
             if as_json:
-                print_json({"playbooks": [{"name": b.name, "title": b.title, "path": str(b.path)} for b in books]})
+                print_json(
+                    {
+                        "schema_version": SCHEMA_VERSION,
+                        "playbooks": [{"name": b.name, "title": b.title, "path": str(b.path)} for b in books],
+                    }
+                )
                 return
             table = Table(title="playbooks (zdebug playbook NAME)")
             table.add_column("name")
@@ -45,6 +51,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(
                 {
+                    "schema_version": SCHEMA_VERSION,
                     "name": book.name,
                     "title": book.title,
                     "path": str(book.path),

@@ -49,12 +49,13 @@ def register(app: typer.Typer) -> None:
         """Status of a job, the outcome in one line and the worst findings."""
         from zephyr_debug.analyze.liveness import listing
         from zephyr_debug.analyze.thresholds import Thresholds
+        from zephyr_debug.render import contract
         from zephyr_debug.render import status as view
         from zephyr_debug.render.output import print_json
 
         target = job_target(job, prometheus, run)
         ev = load_evidence(target, as_json, finelog)
         result = analyze_evidence(ev, job or target, Thresholds(stall_s=stall_minutes * 60))
-        print_json(result.status_json(listing(ev))) if as_json else view.render(result)
+        print_json(contract.status(result, listing(ev))) if as_json else view.render(result)
         if exit_with_status:
             raise typer.Exit(exit_status(result.state, has_errors=result.has_errors))

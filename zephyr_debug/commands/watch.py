@@ -33,6 +33,8 @@ class Snapshot:
     interval_s: float
 
     def to_json(self) -> dict:
+        from zephyr_debug.render import contract
+
         a = self.analysis
         return {
             "schema_version": SCHEMA_VERSION,
@@ -40,7 +42,7 @@ class Snapshot:
             "source": a.source,
             "now": self.now,
             "interval_s": self.interval_s,
-            "status": a.status_json(self.worker_list),
+            "status": contract.status(a, self.worker_list),
             "stragglers": a.stragglers_json(),
             "workers": self.workers.to_json(),
             "failures": self.failures,

@@ -70,7 +70,20 @@ def to_json(data) -> str:
 
 
 def print_json(data) -> None:
+    """A command's JSON; every top-level object carries `schema_version` (findings.SCHEMA_VERSION
+    unless the command has its own), first."""
+    if isinstance(data, dict) and "schema_version" not in data:
+        from zephyr_debug.findings import SCHEMA_VERSION
+
+        data = {"schema_version": SCHEMA_VERSION, **data}
     sys.stdout.write(to_json(data) + "\n")
+
+
+def error_json(message: str, exit_code: int) -> str:
+    """`--json`'s error object (docs/schemas/error.json)."""
+    from zephyr_debug.findings import SCHEMA_VERSION
+
+    return json.dumps({"schema_version": SCHEMA_VERSION, "error": message, "exit_code": exit_code}, ensure_ascii=True)
 
 
 def short_names(workers) -> tuple[dict[str, str], str]:

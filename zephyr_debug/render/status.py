@@ -12,12 +12,15 @@ NAMED = 3
 
 
 def counts_line(a: Analysis) -> str:
-    """`stage: 3/4 complete, 1 in-flight, 0 queued, 5 retries; workers 3 alive, 1 dead; …`."""
+    """`stage: 3/4 complete, 1 in-flight, 0 queued, 5 retries; workers 3 alive, 1 dead; …`;
+    a job that ended: `workers 4 finished`."""
     p, pool = a.progress, a.pool
     when_line = f"ended {when(p.ended_at)}" if p.done else f"last progress {duration(p.since_progress_s)} ago"
+    # A job that ended shut its workers down: they finished, they did not die (render/contract.py).
+    workers = f"{pool.alive + pool.dead} finished" if p.done else f"{pool.alive} alive, {pool.dead} dead"
     return (
         f"{clean(p.stage)}: {p.completed}/{p.total} complete, {p.in_flight} in-flight, {p.queue_depth} "
-        f"queued; {p.retries_total} retried attempt(s); workers {pool.alive} alive, {pool.dead} dead "
+        f"queued; {p.retries_total} retried attempt(s); workers {workers} "
         f"({pool.counted_from}); {when_line}"
     )
 
