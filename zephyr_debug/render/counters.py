@@ -3,6 +3,8 @@ per-shard spread and ratio to the earlier runs; then worker churn and the findin
 
 from __future__ import annotations
 
+import re
+
 from rich.table import Table
 
 from zephyr_debug.analyze.churn import WorkerChurn, clock
@@ -11,6 +13,15 @@ from zephyr_debug.render.findings import show
 from zephyr_debug.render.output import clean, console, duration
 
 SHORT = {"zephyr/item_count": "items", "zephyr/bytes_processed": "bytes"}
+# Zephyr's worker gauges (`zephyr/worker/cpu_pct_average`, `mem_current_bytes`, `mem_peak_bytes`):
+# a level sampled at the end, whose "total" is that level; a rate or per-item value of it means nothing.
+GAUGE = re.compile(r"(?:_pct|_average|_avg|_current|_peak|_max|_min)(?:_bytes|_pct)?$|_pct_|(?:^|/)mem_")
+
+
+def is_gauge(name: str) -> bool:
+    return bool(GAUGE.search(name))
+
+
 MAX_CHURN_ROWS = 10
 
 
@@ -33,15 +44,19 @@ def stage_table(st: Stage, r: Report) -> Table:
         pad_edge=False,
         title_justify="left",
     )
-    for col in ("counter", "total", "/s", "/item", "shard med", "p99", "max@shard", "vs"):
-        table.add_column(col, justify="left" if col == "counter" else "right", overflow="fold")
-    for c in st.counters:
+    names = [clean(SHORT.get(c.name, c.name)) for c in st.counters]
+    # A name is what a user greps for: whole, on one line; the numbers fold first.
+    table.add_column("counter", no_wrap=True, min_width=max(map(len, names), default=7))
+    for col in ("total", "/s", "/item", "med", "p99", "max@shard", "vs"):  # med, p99: per shard
+        table.add_column(col, justify="right", overflow="fold")
+    for c, name in zip(st.counters, names, strict=True):
         ratio = ratios.get(c.name)
+        gauge = is_gauge(c.name)  # a level (cpu %, bytes in use), not a count: no rate, no per item
         table.add_row(
-            clean(SHORT.get(c.name, c.name)),
+            name,
             _n(c.total),
-            _n(c.rate),
-            "-" if c.name == ITEMS else _n(c.per_item),
+            "-" if gauge else _n(c.rate),
+            "-" if c.name == ITEMS or gauge else _n(c.per_item),
             _n(c.median),
             _n(c.p99),
             f"{_n(c.high[1])}@{c.high[0]}" if c.high else "-",

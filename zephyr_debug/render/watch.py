@@ -12,7 +12,7 @@ from rich.text import Text
 
 from zephyr_debug.render import workers as workers_view
 from zephyr_debug.render.findings import headline
-from zephyr_debug.render.output import clean, safe, when
+from zephyr_debug.render.output import clean, safe, short_names, when
 from zephyr_debug.render.status import STATE_STYLE, counts_line
 from zephyr_debug.render.stragglers import tail_table
 
@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from zephyr_debug.commands.watch import Snapshot
 
 SHOWN = 5
+ERROR_CHARS = 80  # of a failure's error text (`zdebug logs` / `crashes` show it whole)
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def screen(snap: Snapshot, live: bool = True) -> Panel:
@@ -52,9 +57,24 @@ def screen(snap: Snapshot, live: bool = True) -> Panel:
 
 
 def _failures(failures: list[dict]) -> Table:
-    t = Table(title="newest failures", box=None, pad_edge=False, title_justify="left")
-    for col in ("when", "shard", "worker", "kind", "error"):
-        t.add_column(col, overflow="fold" if col == "worker" else "ellipsis", no_wrap=col != "worker")
-    for f in failures:
-        t.add_row(when(f["end_ts"])[-8:], str(f["shard"]), clean(f["worker"]), clean(f["kind"]), clean(f["error"]))
+    """Time, shard, worker and kind whole (the worker without the prefix all share, named in the
+    title); the error text is what is cut to fit."""
+    labels, prefix = short_names([str(f["worker"]) for f in failures])
+    rows = [
+        (
+            when(f["end_ts"])[-8:],
+            str(f["shard"]),
+            clean(labels.get(str(f["worker"]), str(f["worker"]))),
+            clean(f["kind"]),
+            clean(_cut(str(f["error"] or ""), ERROR_CHARS)),
+        )
+        for f in failures
+    ]
+    title = "newest failures" + (f" (worker = {clean(prefix)}…)" if prefix else "")
+    t = Table(title=title, box=None, pad_edge=False, title_justify="left")
+    for i, col in enumerate(("when", "shard", "worker", "kind")):
+        t.add_column(col, no_wrap=True, min_width=max([len(col)] + [len(r[i]) for r in rows]))
+    t.add_column("error", overflow="fold")  # wraps first: rich then never narrows the columns above
+    for r in rows:
+        t.add_row(*r)
     return t

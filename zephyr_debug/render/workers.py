@@ -17,11 +17,13 @@ def _num(value) -> str:
 
 def table(report: WorkerRanking, title: str | None = None) -> Table:
     _, prefix = short_names([w["worker"] for w in report.workers])
+    full_title = (title or "") + (f"\nworker = {clean(prefix)}…" if prefix else "")
     t = Table(
-        title=(title or "") + (f"\nworker = {prefix}…" if prefix else ""),
+        title=full_title,
         box=None,
         pad_edge=False,
         title_justify="left",
+        min_width=max(map(len, full_title.splitlines()), default=0),  # the prefix line is never cut
     )
     t.add_column("worker", overflow="fold")
     t.add_column("state")
