@@ -254,3 +254,46 @@ def test_exit_status_helper():
 
     assert [exit_status(s, False) for s in ("succeeded", "running", "failed", "interrupted")] == [0, 0, 1, 1]
     assert exit_status("succeeded", True) == 1
+
+
+def test_dashboards_writes_what_the_package_ships(tmp_path):
+    from zephyr_debug.dashboards.__main__ import PACKAGED
+    from zephyr_debug.dashboards.__main__ import main as generate
+
+    repo = Path(__file__).resolve().parent.parent
+    assert generate(["--check", str(repo / "dashboards")]) == 0, "run `make dashboards`"  # the packaged copies too
+    out = tmp_path / "out"
+    proc = zdebug("dashboards", str(out), "--json", home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    written = json.loads(proc.stdout)
+    assert written["schema_version"] and len(written["files"]) == 5
+    for name in ("zephyr-pipeline.json", "alerts.yml", "alerts_test.yml", "provisioning/dashboards/zephyr.yml"):
+        assert (out / name).read_bytes() == (PACKAGED / name).read_bytes() == (repo / "dashboards" / name).read_bytes()
+    assert json.loads((out / "zephyr-pipeline.json").read_text())["uid"] == "zephyr-pipeline"
+    text = zdebug("dashboards", str(out), home=tmp_path).stdout
+    assert f"import {out / 'zephyr-pipeline.json'}" in text
+    assert_one_line_error(zdebug("dashboards", str(out / "alerts.yml"), home=tmp_path), "not a directory")
+
+
+def test_generating_dashboards_without_the_extra_is_one_line(tmp_path):
+    """`python -S`: no site-packages, so no pyyaml nor grafana-foundation-sdk (a core install)."""
+    repo = Path(__file__).resolve().parent.parent
+    code = f"import sys, runpy; sys.path.insert(0, {str(repo)!r}); sys.argv[1:] = [{str(tmp_path)!r}]; "
+    code += "runpy.run_module('zephyr_debug.dashboards', run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "zephyr-debug[dashboards]" in lines[0] and "zdebug dashboards DIR" in lines[0]
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_the_dashboards(tmp_path):
+    import zipfile
+
+    repo = Path(__file__).resolve().parent.parent
+    build = [sys.executable, "-m", "build", "--no-isolation", "--wheel", "--outdir", str(tmp_path), str(repo)]
+    subprocess.run(build, capture_output=True, check=True, timeout=300)
+    names = set(zipfile.ZipFile(next(tmp_path.glob("zephyr_debug-*.whl"))).namelist())
+    shipped = {f"zephyr_debug/dashboards/files/{n}" for n in ("zephyr-pipeline.json", "alerts.yml", "alerts_test.yml")}
+    assert shipped <= names and "zephyr_debug/commands/dashboards.py" in names

@@ -33,6 +33,7 @@ COMMANDS = [
     "playbook",
     "observe",
     "counters",
+    "dashboards",
 ]
 
 
