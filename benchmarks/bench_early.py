@@ -52,6 +52,7 @@ from zephyr_debug.model import NO_WORKERS_TIMEOUT_S, STALL_THRESHOLD_S
 CAPTURES = Path(__file__).resolve().parent.parent / "tests" / "data" / "realcaptures"
 LOG_NAMES = ("job.log", "coordinator.log")  # the log of a job dir; every other file is an end-of-job snapshot
 GRID_CUTS, QUICK_GRID_CUTS = 24, 10
+HEALTHY_GRID_CUTS = 40  # a healthy job is only cut on the grid: more cuts, more chances to cry wolf
 RESOLUTION_S = STATUS_EVERY_S  # bisection stops at one status interval
 QUICK = {  # scenario -> variants in --quick (few, small, one of each fault family)
     "healthy-50": (FULL, COORD),
@@ -363,7 +364,7 @@ def generated_jobs(outdir: Path, quick: bool) -> list[Job]:
             write(run, variant, evidence)
             log_name = next(n for n in LOG_NAMES if (evidence / n).is_file())
             t = truth(run, variant)
-            grid = QUICK_GRID_CUTS if quick else GRID_CUTS
+            grid = QUICK_GRID_CUTS if quick else HEALTHY_GRID_CUTS if t["healthy"] else GRID_CUTS
             jobs.append(Job(sc.name, variant, log_name, evidence / log_name, t, generated_faults(run, t), grid))
     return jobs
 
@@ -375,7 +376,7 @@ def capture_jobs(quick: bool) -> list[Job]:
             continue
         t = json.loads((d / "truth.json").read_text(encoding="utf-8"))
         log = TimedLog((d / "coordinator.log").read_bytes())
-        grid = QUICK_GRID_CUTS if quick else GRID_CUTS
+        grid = QUICK_GRID_CUTS if quick else HEALTHY_GRID_CUTS if t["healthy"] else GRID_CUTS
         jobs.append(Job(d.name, "capture", "coordinator.log", d / "coordinator.log", t, capture_faults(log, t), grid))
     return jobs
 
@@ -409,7 +410,7 @@ def rows(jobs: list[Job]) -> list[dict]:
     out = []
     for j in jobs:
         for f in j.faults:
-            named = None if f.named is None else f.named - f.onset
+            named = None if f.named is None else max(f.named - f.onset, 0.0)  # before its onset: at it
             signal = None if f.signal is None else f.signal - f.onset
             out.append(
                 {
