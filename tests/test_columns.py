@@ -2,12 +2,14 @@
 over real jobs: no line wider than the screen, and no id (job, worker) cut at a line's end.
 
 A `next:` command is printed unwrapped on purpose (a hard-wrapped command cannot be pasted): a
-line that holds one may be wider. `playbook NAME` piped is the Markdown source (a file), not a view.
+line that holds one may be wider; so may a log's own line that `zdebug logs` prints (`FILE:N: …`).
+`playbook NAME` piped is the Markdown source (a file), not a view.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,7 @@ from zephyr_debug.sources import load
 ZDEBUG = [sys.executable, "-m", "zephyr_debug.cli"]
 CAPTURES = Path(__file__).parent / "data" / "realcaptures"
 BORDER = " │┃║|"
+EVIDENCE_LINE = re.compile(r"^[\w./-]+:\d+: ")  # `zdebug logs`: a log's own line, never wrapped
 
 
 def text(args: list[str], width: int, home: Path) -> str:
@@ -31,7 +34,7 @@ def text(args: list[str], width: int, home: Path) -> str:
 
 def check(out: str, width: int, ids: set[str], what: str) -> None:
     for line in out.splitlines():
-        if "zdebug " not in line:  # a pasteable command stays whole on one line
+        if "zdebug " not in line and not EVIDENCE_LINE.match(line):
             assert cell_len(line) <= width, f"{what} at {width}: {line!r}"
         end = line.rstrip(BORDER)
         for i in ids:
@@ -60,6 +63,7 @@ def test_every_command_fits_and_keeps_ids_whole(reference_job, jobs_root, width)
         ["counters", job],
         ["watch", job, "--once"],
         ["playbook"],
+        ["logs", job, "--shard", "2"],
     ):
         check(text(args, width, home), width, ids, " ".join(args))
     assert job in text(["jobs"], width, home)  # the id whole, on one line, copyable

@@ -34,6 +34,7 @@ COMMANDS = [
     "observe",
     "counters",
     "dashboards",
+    "logs",
 ]
 
 

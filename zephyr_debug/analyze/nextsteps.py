@@ -11,6 +11,9 @@ from pathlib import Path
 from zephyr_debug import jobstore
 from zephyr_debug.model import Evidence
 
+# Targets with no log files of their own to scan (`zdebug logs` reads files).
+REMOTE = ("http://", "https://", "iris://", "finelog://", "prometheus+")
+
 
 @lru_cache(maxsize=1)
 def _playbooks() -> dict[str, str]:
@@ -45,6 +48,12 @@ class Steps:
     def crashes(self, shard: int | None = None) -> str:
         return f"zdebug crashes {self.job} --dedupe" + (f" --shard {shard}" if shard is not None else "")
 
+    def logs(self, shard: int | None) -> list[str]:
+        """The shard's own lines from every log of the job (`zdebug logs`), when it has log files."""
+        if shard is None or shard < 0 or self.target.startswith(REMOTE):
+            return []
+        return [f"zdebug logs {self.job} --shard {shard}"]
+
     def playbook(self, kind: str) -> list[str]:
         name = _playbooks().get(kind)
         return [f"zdebug playbook {name}"] if name else []
@@ -58,10 +67,10 @@ class Steps:
             out.append(f"zdebug profile {w} --job {self.job}")
         elif not self.live:
             out.append(f"zdebug report {self.job}")
-        return out + self.playbook(kind)
+        return out + self.logs(shard) + self.playbook(kind)
 
     def for_failure(self, kind: str, shard: int | None) -> list[str]:
-        return [self.crashes(shard), *self.playbook(kind)]
+        return [self.crashes(shard), *self.logs(shard), *self.playbook(kind)]
 
     def for_workers(self, kind: str) -> list[str]:
         return [f"zdebug workers {self.job} --sort memory", *self.playbook(kind)]
