@@ -63,9 +63,11 @@ QUICK = {  # scenario -> variants in --quick (few, small, one of each fault fami
     "all-dead": (COORD,),
 }
 QUICK_CAPTURES = ("crashloop", "healthy")
+CHECK_AFTER_S = 60.0  # the held-out check: a crash loop cut this long after its 3rd loss
 CRASHES = ("infra-crash", "crash", "oom", "bug")
 STRAGGLERS = ("size-skew", "cost-skew", "slow-worker", "dead-holder")
 TH = Thresholds()
+STRAGGLER_CAUSES = ("stuck", "data-skew", "slow-worker", "undetermined", "dead-holder")
 # Python logging `2026-12-02 21:59:16,743`, glog `I20261202 21:59:16`, somewhere in the line's first bytes
 TIME_RE = re.compile(
     rb"(?:(\d{4})-(\d\d)-(\d\d)[ T]|[IWEFD](\d{4})(\d\d)(\d\d) )(\d\d):(\d\d):(\d\d)(?:[,.](\d{1,6}))?"
@@ -85,6 +87,8 @@ class Fault:
     signal_kind: str = ""
     named: float | None = None  # first cut it is named at
     flaps: bool = False  # named, then missing at a later cut
+    check_at: float | None = None  # the held-out check: a crash loop 60 s after its 3rd loss ...
+    check: tuple[str, ...] = ()  # ... and every warning/error key there (want: its crash-loop, no straggler cause)
 
 
 @dataclass
@@ -236,6 +240,9 @@ def replay(job: Job) -> Job:
                     lo = mid
             fault.named = hi
             fault.flaps = any(fault.key not in seen[t] for t in seen if t > hi)
+        for fault in job.faults:
+            if fault.check_at is not None and fault.check_at < log.end:
+                fault.check = tuple(sorted(" ".join(map(str, k)) for k in at(fault.check_at)))
     job.cuts = len(seen)
     job.wrong = sorted(set(job.wrong))
     job.secs = time.perf_counter() - t0
@@ -281,7 +288,9 @@ def generated_faults(run: Run, truth_: dict) -> list[Fault]:
                     continue
                 due = fails[1] if len(fails) > 1 else abort
                 for k in [k for k in mine if k[1] == shard]:
-                    out.append(Fault(k, "crash-loop", fails[0], due, *_signal(abort, progress, fails[0])))
+                    fault = Fault(k, "crash-loop", fails[0], due, *_signal(abort, progress, fails[0]))
+                    fault.check_at = fails[2] + CHECK_AFTER_S if len(fails) > 2 else None
+                    out.append(fault)
         elif f.kind == "stuck":
             frozen = next(a for a in attempts if a.shard == f.shard and a.frozen_at is not None)
             others = max(a.end for a in attempts if a.shard != f.shard and a.outcome == "done" and a.end)
@@ -467,11 +476,23 @@ def _print(jobs: list[Job], fault_rows: list[dict]) -> None:
         )
     con.print(summary)
     for j in jobs:
+        for f in j.faults:
+            if f.check:
+                ok = _check_ok(f)
+                con.print(
+                    f"held-out check {j.name}.{j.variant} {f.key[-1]} shard {f.key[1]}, 60 s after its 3rd loss: "
+                    f"{'ok' if ok else 'FAILS'}: {', '.join(f.check)}"
+                )
+    for j in jobs:
         for t, label in j.wrong:
             tag = "[red]WRONG on a healthy job[/]" if j.truth["healthy"] else "not in truth.json"
             con.print(f"{tag} {j.name}.{j.variant} at +{t:.0f} s of log time: {label}")
     cuts = sum(j.cuts for j in jobs)
     con.print(f"{len(jobs)} jobs, {cuts} cuts analyzed, {sum(j.secs for j in jobs):.0f} s of replay")
+
+
+def _check_ok(f: Fault) -> bool:
+    return " ".join(map(str, f.key)) in f.check and not any(c.split()[-1] in STRAGGLER_CAUSES for c in f.check)
 
 
 def _families(fault_rows: list[dict]) -> dict[str, list[dict]]:
@@ -515,6 +536,13 @@ def run(quick: bool = False) -> dict:
             out[f"early_{fam}_x_signal"] = _entry(
                 round(statistics.median(mult), 4), "x Zephyr's signal (median)", "report only", True
             )
+    checks = [(f, _check_ok(f)) for j in jobs for f in j.faults if f.check]
+    out["early_heldout_crash_loop_checks"] = _entry(
+        sum(ok for _, ok in checks),
+        f"of {len(checks)} crash loops cut 60 s after their 3rd loss: its crash-loop and no straggler cause",
+        f"{len(checks)}",
+        all(ok for _, ok in checks),
+    )
     healthy = [j for j in jobs if j.truth["healthy"]]
     wrong = sum(len(j.wrong) for j in healthy)
     out["early_wrong_findings_healthy"] = _entry(
