@@ -58,6 +58,7 @@ def test_infra_crash_loop_live_estimates_the_abort(tmp_path, variant):
     # 17 more infra failures at the observed pace: near the simulated abort
     gap = (fails[2] - fails[0]) / 2
     assert s.signal_at == pytest.approx(fails[2] + (MAX_SHARD_INFRA_FAILURES - 3) * gap, rel=0.01)
+    assert run.abort is not None
     true_lead = run.abort["ts"] - ev.now
     assert 0.5 * true_lead < s.lead_s < 1.5 * true_lead
     assert s.idle_workers is not None and 0 < s.idle_workers <= BY_NAME["infra-crash"].workers
@@ -84,6 +85,7 @@ def test_aborted_job_says_what_naming_it_at_its_2nd_failure_bought(tmp_path):
     assert s is not None and s.observed and s.signal == ABORT
     assert s.named_at == pytest.approx(fails[1], abs=1.0)  # glog prefixes: 1 s
     assert s.signal_at == ev.now
+    assert run.abort is not None
     assert s.lead_s == pytest.approx(run.abort["ts"] - fails[1], abs=5.0)
     assert s.text().startswith("nameable at ") and "before Zephyr's abort came" in s.text()
 
