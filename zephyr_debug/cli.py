@@ -80,7 +80,10 @@ def _fail(message: str, code: int) -> None:
 def main() -> None:
     try:
         _streams_saved()
-        app(prog_name="zdebug")
+        if "--json" in sys.argv[1:]:
+            _json_main()
+        else:
+            app(prog_name="zdebug")
     except ZdebugError as exc:
         _fail(exc.message, exc.exit_code)
     except KeyboardInterrupt:
@@ -92,6 +95,24 @@ def main() -> None:
         if os.environ.get("ZDEBUG_DEBUG"):
             raise
         _fail(f"internal error: {type(exc).__name__}: {exc} (set ZDEBUG_DEBUG=1 for the traceback)", 70)
+
+
+def _json_main() -> None:
+    """Under `--json` the option parser's own errors (unknown option, bad value) are JSON on stdout
+    too, with their exit code (2); exit codes of the commands stay as they are."""
+    try:  # typer's own click (vendored in newer typer), else click
+        from typer import _click as click
+    except ImportError:
+        import click  # type: ignore[no-redef]
+    from typer.core import Abort
+
+    try:
+        rv = app(prog_name="zdebug", standalone_mode=False)
+    except click.ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code)
+    except Abort:
+        sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 def _streams_saved() -> None:

@@ -13,7 +13,7 @@ from zephyr_debug.commands.common import JSON, examples
 def register(app: typer.Typer) -> None:
     @app.command(
         epilog=examples(
-            "zdebug dashboards ./dashboards          # then import ./dashboards/zephyr-pipeline.json",
+            "zdebug dashboards ./dash   # then import ./dash/zephyr-pipeline.json",
             "zdebug dashboards /etc/zephyr --json",
             "promtool test rules ./dashboards/alerts_test.yml",
         )
