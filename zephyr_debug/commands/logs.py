@@ -141,7 +141,12 @@ def _line_ts(raw: bytes) -> float | None:
 def _worker_keys(worker: str) -> list[bytes]:
     """A worker's id as lines and file names spell it (`…-workers-1:0` as `…-workers-1`)."""
     keys = {worker, worker.split(":")[0]}
-    return [k.encode() for k in keys if len(k) >= 3]
+    return sorted((k.encode() for k in keys if len(k) >= 3), key=len, reverse=True)
+
+
+def _ids_re(keys: list[bytes]) -> re.Pattern[bytes] | None:
+    """Any of these ids, whole (`workers-1` is not `workers-10`)."""
+    return re.compile(rb"|".join(re.escape(k) + rb"(?![\w-])" for k in keys)) if keys else None
 
 
 ANY_SHARD = re.compile(rb"\b[Ss]hard[ =](\d+)\b(?![.\d])")
@@ -153,11 +158,11 @@ class Match:
     """What a line must (not) name to belong to the chosen attempts."""
 
     shard: int
-    windows: list[tuple[Attempt, float, float, list[bytes]]]  # attempt, window start, end, holder keys
+    windows: list[tuple[Attempt, float, float, re.Pattern[bytes] | None]]  # attempt, window, its holder's id
     other_stages: list[bytes]
     other_workers: re.Pattern[bytes] | None
 
-    def keep(self, raw: bytes, ts: float, owners: list[list[bytes]]) -> bool:
+    def keep(self, raw: bytes, ts: float, owners: list[re.Pattern[bytes]]) -> bool:
         shards = {int(x) for x in ANY_SHARD.findall(raw)}
         if shards and self.shard not in shards:
             return False  # another shard's line (its worker ran it just before or after)
@@ -165,10 +170,10 @@ class Match:
             return False
         tries = {int(x) for x in ANY_ATTEMPT.findall(raw)}
         named = bool(shards)
-        for a, start, end, keys in self.windows:
+        for a, start, end, holder_re in self.windows:
             if tries and a.attempt not in tries:
                 continue
-            holder = any(k in raw for k in keys) or keys in owners
+            holder = holder_re is not None and (holder_re in owners or holder_re.search(raw) is not None)
             if self.other_workers is not None and not holder and self.other_workers.search(raw):
                 continue  # names another worker: its own line
             if (named and start <= ts <= end) or (holder and start + BEFORE_S <= ts <= end - AFTER_S):
@@ -183,12 +188,12 @@ def matcher(ev: Evidence, chosen: list[Attempt], now: float) -> Match:
     known = set(map(str, ev.workers["worker"])) if len(ev.workers) else set()
     known |= {str(w) for w in ev.attempts["worker"].dropna()} if len(ev.attempts) else set()
     rest = sorted({k for w in known for k in _worker_keys(w)} - holders, key=len, reverse=True)
-    windows = [(a, *a.window(now), _worker_keys(a.worker) if a.worker else []) for a in chosen]
+    windows = [(a, *a.window(now), _ids_re(_worker_keys(a.worker)) if a.worker else None) for a in chosen]
     return Match(
         shard=chosen[0].shard,
         windows=windows,
         other_stages=[o.encode() for o in others if o],
-        other_workers=re.compile(rb"|".join(re.escape(k) + rb"(?![\w-])" for k in rest)) if rest else None,
+        other_workers=_ids_re(rest),
     )
 
 
@@ -197,7 +202,7 @@ def scan(files: list[Path], chosen: list[Attempt], match: Match, root: Path | No
     within one time)."""
     shard_re = re.compile(rb"\b[Ss]hard[ =]%d\b(?![.\d])" % match.shard)
     crash_files = {str(Path(a.crash_file).resolve()): a for a in chosen if a.crash_file}
-    all_keys = [k for *_, keys in match.windows for k in keys]
+    anyone = _ids_re([k for a in chosen if a.worker for k in _worker_keys(a.worker)])
     out: list[Line] = []
     for path in files:
         name = str(path.relative_to(root)) if root and path.is_relative_to(root) else str(path)
@@ -210,10 +215,12 @@ def scan(files: list[Path], chosen: list[Attempt], match: Match, root: Path | No
         if whole is not None:  # a crash file is one attempt's own output: all of it, at its end
             out += [Line(whole.end_ts, name, i, _text(raw)) for i, raw in enumerate(data.splitlines(), 1)]
             continue
-        owners = [keys for *_, keys in match.windows if keys and any(k in path.name.encode() for k in keys)]
+        owners = [h for *_, h in match.windows if h is not None and h.search(path.name.encode())]
         taking, last_ts = False, None
         for i, raw in enumerate(data.splitlines(), 1):
-            candidate = taking or owners or shard_re.search(raw) is not None or any(k in raw for k in all_keys)
+            candidate = (
+                taking or owners or shard_re.search(raw) is not None or (anyone is not None and anyone.search(raw))
+            )
             ts = _line_ts(raw) if candidate else None
             if ts is None:
                 if taking:  # a continuation (traceback) of the line kept before
