@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import requests
 from conftest import FAST, fast_stages
+from test_contract import valid
 
 from zephyr_debug import jobstore
 from zephyr_debug.reference import Job, JobConfig, parse_fault
@@ -265,8 +266,8 @@ def test_dashboards_writes_what_the_package_ships(tmp_path):
     out = tmp_path / "out"
     proc = zdebug("dashboards", str(out), "--json", home=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    written = json.loads(proc.stdout)
-    assert written["schema_version"] and len(written["files"]) == 5
+    written = valid("dashboards", json.loads(proc.stdout))
+    assert len(written["files"]) == 5
     for name in ("zephyr-pipeline.json", "alerts.yml", "alerts_test.yml", "provisioning/dashboards/zephyr.yml"):
         assert (out / name).read_bytes() == (PACKAGED / name).read_bytes() == (repo / "dashboards" / name).read_bytes()
     assert json.loads((out / "zephyr-pipeline.json").read_text())["uid"] == "zephyr-pipeline"
