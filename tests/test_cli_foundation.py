@@ -94,6 +94,7 @@ def test_live_coordinator_url_status_and_metrics(tmp_path):
         assert "zephyr_shards_in_flight" in metrics and "zephyr_queue_depth" in metrics
         raw = requests.get(job.url + "/status", timeout=5).json()
         assert raw["stage"] == "stage0-Map" and all("last_seen_ago" in w for w in raw["workers"].values())
+        assert_one_line_error(zdebug("logs", job.url, "--shard", "1"))  # a URL has no log file to scan
     finally:
         waiter.join(60)
     assert job.state == "succeeded"

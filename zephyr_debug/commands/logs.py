@@ -262,9 +262,15 @@ def register(app: typer.Typer) -> None:
         ev = load_evidence(job, as_json)
         chosen = attempts(ev, shard, stage, attempt)
         files = log_files(ev, job)
+        if not files:
+            from zephyr_debug.errors import EvidenceError
+
+            raise EvidenceError(
+                f"{ev.source}: no log file to read (zdebug logs reads a job dir, a log file or a dir of them)"
+            )
         src = Path(ev.source)
         root = src.resolve() if src.is_dir() else (src.resolve().parent if src.exists() else None)
-        lines = scan(files, chosen, matcher(ev, chosen, ev.now), root) if files else []
+        lines = scan(files, chosen, matcher(ev, chosen, ev.now), root)
         if as_json:
             print_json(
                 {
@@ -287,9 +293,7 @@ def register(app: typer.Typer) -> None:
             )
             con.out(f"#   on {safe(a.worker or 'an unknown worker')}", highlight=False)
             con.out(f"#   {span}", highlight=False)
-        if not files:
-            con.out(f"no log file in {safe(ev.source)}: its evidence holds no log text", highlight=False)
-        elif not lines:
+        if not lines:
             con.out(f"no line of the {len(files)} log file(s) names shard {shard} or its worker then", highlight=False)
         for x in lines:  # evidence text, whole (a terminal wraps it; a pasted id stays one)
             con.out(f"{x.source}:{x.line}: {safe(x.text)}", highlight=False)
