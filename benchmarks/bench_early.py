@@ -325,9 +325,8 @@ def capture_faults(log: TimedLog, truth_: dict) -> list[Fault]:
     ev = load(str(CAPTURES / truth_["scenario"] / "coordinator.log"))
     abort = log.first(ABORT_RE)
     status = ev.status.sort_values("ts")
-    progress = sorted(
-        float(t) for t in status["ts"][(status["completed"].diff() != 0) | (status["stage"] != status["stage"].shift())]
-    )
+    changed = (status["completed"].diff() != 0) | (status["stage"] != status["stage"].shift())
+    progress = sorted([float(t) for t in status["ts"][changed]] + [log.end])  # it ended: no stall alert past it
     out = []
     for e in truth_["expect"]:
         stage, shard, cause = e["stage"], e["shard"], e["cause"]
@@ -424,6 +423,7 @@ def rows(jobs: list[Job]) -> list[dict]:
             out.append(
                 {
                     "job": f"{j.name}.{j.variant}",
+                    "scenario": f"{j.name} (real capture)" if j.variant == "capture" else j.name,
                     "key": f.key,
                     "family": f.family,
                     "named_s": named,
@@ -458,23 +458,8 @@ def _print(jobs: list[Job], fault_rows: list[dict]) -> None:
             "yes" if r["met"] else "NO",
         )
     con.print(table)
-    summary = Table(title="per fault family (median over faults)")
-    for col in ("family", "faults", "named", "targets met", "median named after", "median Zephyr", "median x signal"):
-        summary.add_column(col)
-    for fam, mine in _families(fault_rows).items():
-        named = [r["named_s"] for r in mine if r["named_s"] is not None]
-        sig = [r["signal_s"] for r in mine if r["signal_s"] is not None]
-        mult = [r["multiple"] for r in mine if r["multiple"] is not None]
-        summary.add_row(
-            fam,
-            str(len(mine)),
-            str(len(named)),
-            str(sum(r["met"] for r in mine)),
-            _hms(statistics.median(named)) if named else "never",
-            _hms(statistics.median(sig)) if sig else "never",
-            f"{statistics.median(mult):.3f}" if mult else "n/a",
-        )
-    con.print(summary)
+    for title, by in (("per scenario", "scenario"), ("per fault family", "family")):
+        con.print(_summary(f"{title} (median over faults)", by, fault_rows))
     for j in jobs:
         for f in j.faults:
             if f.check:
@@ -491,14 +476,36 @@ def _print(jobs: list[Job], fault_rows: list[dict]) -> None:
     con.print(f"{len(jobs)} jobs, {cuts} cuts analyzed, {sum(j.secs for j in jobs):.0f} s of replay")
 
 
+def _summary(title: str, by: str, fault_rows: list[dict]):
+    from rich.table import Table
+
+    summary = Table(title=title)
+    for col in (by, "faults", "named", "targets met", "median named after", "median Zephyr", "median x signal"):
+        summary.add_column(col)
+    for name, mine in _groups(fault_rows, by).items():
+        named = [r["named_s"] for r in mine if r["named_s"] is not None]
+        sig = [r["signal_s"] for r in mine if r["signal_s"] is not None]
+        mult = [r["multiple"] for r in mine if r["multiple"] is not None]
+        summary.add_row(
+            name,
+            str(len(mine)),
+            str(len(named)),
+            str(sum(r["met"] for r in mine)),
+            _hms(statistics.median(named)) if named else "never",
+            _hms(statistics.median(sig)) if sig else "never",
+            f"{statistics.median(mult):.3f}" if mult else "n/a",
+        )
+    return summary
+
+
 def _check_ok(f: Fault) -> bool:
     return " ".join(map(str, f.key)) in f.check and not any(c.split()[-1] in STRAGGLER_CAUSES for c in f.check)
 
 
-def _families(fault_rows: list[dict]) -> dict[str, list[dict]]:
+def _groups(fault_rows: list[dict], by: str = "family") -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for r in fault_rows:
-        out.setdefault(r["family"], []).append(r)
+        out.setdefault(r[by], []).append(r)
     return out
 
 
@@ -519,7 +526,7 @@ def run(quick: bool = False) -> dict:
     fault_rows = rows(jobs)
     _print(jobs, fault_rows)
     out = {}
-    for fam, mine in _families(fault_rows).items():
+    for fam, mine in _groups(fault_rows).items():
         named = [r["named_s"] for r in mine if r["named_s"] is not None]
         sig = [r["signal_s"] for r in mine if r["signal_s"] is not None]
         mult = [r["multiple"] for r in mine if r["multiple"] is not None]
