@@ -51,10 +51,10 @@ def over_http(tmp: Path, shards: int) -> float:
     server = CoordinatorServer(c, {"execution_id": c.execution_id})
     http = requests.Session()
     try:
-        http.post(server.url + "/register", json={"worker": "w0"})
+        token = http.post(server.url + "/register", json={"worker": "w0"}).json()["token"]
         calls, start = 0, time.perf_counter()
         while not c.done:
-            reply = http.post(server.url + "/pull_task", json={"worker": "w0"}).json()
+            reply = http.post(server.url + "/pull_task", json={"worker": "w0", "token": token}).json()
             calls += 1
             if reply["status"] == "run_task":
                 t = reply["task"]
@@ -62,6 +62,7 @@ def over_http(tmp: Path, shards: int) -> float:
                     server.url + "/report_result",
                     json={
                         "worker": "w0",
+                        "token": token,
                         "stage_index": t["stage_index"],
                         "shard": t["shard"],
                         "attempt": t["attempt"],

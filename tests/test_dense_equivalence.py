@@ -26,7 +26,7 @@ from benchmarks.prodjobs import BY_NAME, generate
 from zephyr_debug import zephyrlog
 from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import Evidence
-from zephyr_debug.sources import densefold, logtext
+from zephyr_debug.sources import densefold, evidencedir, logtext
 
 DATA = Path(__file__).parent / "data"
 DATA_FILES = sorted(p for p in DATA.rglob("*") if p.is_file() and p.suffix != ".py")
@@ -333,3 +333,38 @@ def test_stage_names_that_decode_alike(tmp_path):
     assert len(logtext.load([path], "job", dense=False).attempts) == 1
     diff, seen = both_ways([path], batch=1)
     assert seen["rows"] == 4 and diff == [], (seen, diff)
+
+
+# -- a line longer than logtext.MAX_LINE_BYTES ------------------------------------------------------
+@pytest.mark.parametrize("way", ["per-line", "grep", "bulk", "bulk-processes"])
+def test_a_line_over_the_cap_is_skipped_and_counted(tmp_path, way):
+    """A 3 MiB line (an event keyword in it) inside a coordinator log: every read path gives the
+    evidence of the log without it, and a note names the file and the count."""
+    path = max(write_job(Knobs(seed=3, shards=20), tmp_path), key=lambda p: p.stat().st_size)
+    want = logtext.load([path], "job", dense=False)
+    lines = path.read_bytes().splitlines(keepends=True)
+    at = next(i for i in range(5, len(lines)) if lines[i][:1].isdigit() and lines[i - 1][:1].isdigit())
+    junk = b"2026-12-04 12:00:00,000 INFO pull_task " + b"x" * (3 << 20) + b"\n"
+    path.write_bytes(b"".join(lines[:at]) + junk + b"".join(lines[at:]) + junk[:-1])  # mid-file, unterminated at end
+    with pytest.MonkeyPatch.context() as mp:
+        if way == "grep":
+            mp.setattr(logtext, "GREP_MIN_BYTES", 0)
+        if way.startswith("bulk"):
+            with bulk(processes=1 << 20 if way == "bulk-processes" else 0):
+                got = logtext.load([path], "job", dense=True)
+        else:
+            got = logtext.load([path], "job", dense=False)
+    assert f"{path.name}: skipped 2 line(s) of more than 1 MiB" in got.warnings
+    got.warnings = [n for n in got.warnings if "skipped 2 line" not in n]
+    want.crashes = [dataclasses.replace(c, line=c.line + 1) if (c.line or 0) > at else c for c in want.crashes]
+    assert evidence_diff(want, got) == []
+
+
+def test_a_log_that_opens_with_a_long_line_is_still_a_log(tmp_path):
+    """The evidence sniffer looks past a first line longer than its window."""
+    path = max(write_job(Knobs(seed=3, shards=20), tmp_path), key=lambda p: p.stat().st_size)
+    path.write_bytes(b"x" * (3 << 20) + b"\n" + path.read_bytes())
+    assert evidencedir.classify(path) == ("log", None)
+    path.write_bytes(b"x" * (3 << 20))
+    with pytest.raises(EvidenceError, match="unrecognised text"):
+        evidencedir.classify(path)

@@ -191,6 +191,7 @@ def job_commands() -> list[list[str]]:
         opts = {o for p in cmd.params for o in p.opts}
         before = len(forms)
         extra = ["--once"] if "--once" in opts else []
+        extra += [a for p in cmd.params if p.required and p.param_type_name == "option" for a in (p.opts[0], "0")]
         if any(type(p).__name__.endswith("Argument") for p in cmd.params):
             forms.append([*path, "{}", *extra])
         forms.extend(

@@ -86,7 +86,7 @@ def test_playbook_commands_run_and_find_what_they_promise(book, reference_job, j
 
 @pytest.mark.slow
 @pytest.mark.parametrize("book", [b for b in BOOKS if b.live], ids=lambda b: b.name)
-def test_live_playbook_commands_run_against_a_running_job(book, tmp_path):
+def test_live_playbook_commands_run_against_a_running_job(book, tmp_path, monkeypatch):
     options = job_options(book)
     shards, workers = options.pop("shards", 6), options.pop("workers", 2)
     config = JobConfig(
@@ -98,7 +98,8 @@ def test_live_playbook_commands_run_against_a_running_job(book, tmp_path):
         deadline_s=90,
         **options,
     )
-    env = {**os.environ, "ZDEBUG_HOME": str(tmp_path.parent)}
+    monkeypatch.setenv("ZDEBUG_HOME", str(tmp_path.parent))  # where the job notes its coordinator, zdebug looks
+    env = dict(os.environ)
     with ExitStack() as stack:
         job = Job(config).serve()
         substitutions = {"$JOB": str(job.job_dir), "$URL": job.url, "$RUN": job.execution_id}

@@ -61,6 +61,7 @@ class DenseRows:
     slow: list[Hit] = field(default_factory=list)  # other event lines, in order
     slow_at: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # dense rows before each
     lines: int = 0  # newlines in the chunk
+    long_lines: int = 0  # lines over logtext.MAX_LINE_BYTES, skipped
 
     def __len__(self) -> int:
         return len(self.kind)

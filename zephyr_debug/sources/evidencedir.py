@@ -93,6 +93,12 @@ def looks_json(head: bytes) -> bool:
     return body[:1] in (b"{", b'"')
 
 
+def _lines_head(file: Path) -> bytes:
+    """The sniff window past a long first line (logtext.sniff_head)."""
+    with open(file, "rb") as fh:
+        return logtext.sniff_head(fh)
+
+
 def classify(file: Path) -> tuple[str | None, object]:
     """(kind, parsed value) of one file; (None, None) when it is not evidence zdebug knows."""
     try:
@@ -109,7 +115,7 @@ def classify(file: Path) -> tuple[str | None, object]:
         return _classify_json(file, body)
     if body.startswith(b"JobStatus("):
         return "status", jobstatus.parse(_text(file), str(file))
-    if logtext.sniff(head):
+    if logtext.sniff(head) or (b"\x00" not in head and logtext.sniff(_lines_head(file))):
         return "log", None
     what = "binary data" if b"\x00" in head else "unrecognised text"
     raise EvidenceError(f"{file}:1: {what}, not a Zephyr/Iris log, get_status, list-tasks, get-task-logs or counters")

@@ -37,6 +37,7 @@ from zephyr_debug.sources.denseparse import DenseRows
 from zephyr_debug.sources.timeline import Timeline
 
 CHUNK_BYTES = 1 << 20  # small enough for the CPU cache: the regex pass and line look-ups stay hot
+MAX_LINE_BYTES = 1 << 20  # a longer line is skipped and counted (a 2 GB line of junk is no evidence)
 GREP_MIN_BYTES = 8 << 20  # larger files are searched by grep (-F, many strings) when it is installed
 PARALLEL_MIN_BYTES = 64 << 20  # larger files are scanned in line-aligned ranges by several processes
 MAX_PROCESSES = 4
@@ -45,6 +46,8 @@ SPAM_SAMPLE_BYTES = 4 << 20
 SPAM_SHARE = 0.2
 BLOCK_BYTES = 256 << 10  # most text kept after an error line (traceback) or before it (dump)
 SNIFF_BYTES = 64 << 10
+SNIFF_LONG_BYTES = 8 << 10  # a line longer than this at the sniff window's end is skipped, not sniffed
+SNIFF_SKIPS = 4
 DENSE_SHARE = 0.2  # a file whose first DENSE_SAMPLE_BYTES are this share status/Executing/done lines is read in bulk
 DENSE_SAMPLE_BYTES = 4 << 20
 DENSE_CHUNK_BYTES = 4 << 20  # text parsed per bulk split
@@ -123,8 +126,13 @@ def grep_hits(path: str) -> Iterator[Hit]:
         ):
             read, search = _reader(fh.fileno()), EVENT_RE.search
             assert proc.stdout is not None  # stdout=PIPE
-            for raw in proc.stdout:
+            while raw := proc.stdout.readline(MAX_LINE_BYTES):
                 number, offset, line = raw.split(b":", 2)
+                if raw[-1:] != b"\n" and len(raw) >= MAX_LINE_BYTES:  # a longer line: skipped, counted
+                    while (more := proc.stdout.readline(MAX_LINE_BYTES)) and more[-1:] != b"\n":
+                        pass
+                    yield int(offset), int(number) - 1, b"", b"", None
+                    continue
                 line = line[:-1] if line[-1:] == b"\n" else line
                 hit = search(line)
                 if hit is None:  # grep -F matched a keyword the regex needs a space before
@@ -198,13 +206,31 @@ def range_hits(
                 cut = min(avail, end - pos)
             else:
                 cut = buf.rfind(b"\n", 0, avail) + 1
-                if cut == 0:  # a line longer than the buffer
+                if cut == 0 and avail < MAX_LINE_BYTES:  # a line longer than the buffer
                     fill = avail
                     buf.extend(bytes(len(buf)))
+                    continue
+                if cut == 0:  # longer than MAX_LINE_BYTES: skipped whole (a `cut` hit says so), never held
+                    after = _line_end(fh, pos + avail)
+                    yield pos, lines[0], b"", b"", None
+                    lines[0] += 1
+                    fh.seek(after)
+                    fill, pos = 0, after
                     continue
             yield from _hits(buf, cut, pos, read, lines, rx)
             buf[: avail - cut] = buf[cut:avail]
             fill, pos = avail - cut, pos + cut
+
+
+def _line_end(fh, at: int) -> int:
+    """The offset after the next newline at or past `at` (the file's end when there is none)."""
+    fh.seek(at)
+    while chunk := fh.read(CHUNK_BYTES):
+        k = chunk.find(b"\n")
+        if k >= 0:
+            return at + k + 1
+        at += len(chunk)
+    return at
 
 
 def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
@@ -259,8 +285,15 @@ def dense_chunks(path: str, start: int, end: int, chunk_bytes: int = DENSE_CHUNK
                 break
             if pos + len(buf) < end:
                 cut = buf.rfind(b"\n") + 1
-                if cut == 0:  # a line longer than the chunk
+                if cut == 0 and len(buf) < MAX_LINE_BYTES:  # a line longer than the chunk
                     chunk_bytes *= 2
+                    continue
+                if cut == 0:  # longer than MAX_LINE_BYTES: skipped whole, counted
+                    rows = denseparse.parse(b"", pos, before, _hits, read)
+                    rows.lines, rows.long_lines = 1, 1
+                    before += 1
+                    pos = _line_end(fh, pos + len(buf))
+                    yield rows
                     continue
                 buf = buf[:cut]
             rows = denseparse.parse(buf, pos, before, _hits, read)
@@ -307,6 +340,7 @@ class LogScanner:
         self.midnights: dict[tuple, float | None] = {}  # (year, month, day, zone) -> its midnight's epoch
         self.day = 0.0  # date of the last dated line, for Iris clock-only prefixes
         self.year_guessed = False
+        self.long_lines = 0  # lines over MAX_LINE_BYTES, skipped
         self.last_ts: float | None = None
         self.stamps: dict[int, float] = {}
         self.records = False
@@ -315,21 +349,29 @@ class LogScanner:
         """Large files go to grep when there is one (`processes` forces the Python scan)."""
         size = path.stat().st_size
         with open(path, "rb") as fh:
-            bare = BARE_START_RE.search(fh.read(SNIFF_BYTES)) is not None
+            bare = BARE_START_RE.search(sniff_head(fh)) is not None
         if not bare and self.dense and processes is None and _is_dense(path):
             self._dense(path, size)
         elif bare or not (processes is None and size >= GREP_MIN_BYTES and self._grep(path)):
             base = 0  # messages with no prefix (`bare`): only the slower pattern finds them
             for hits, lines in _python_scan(path, size, processes, BARE_EVENT_RE if bare else EVENT_RE):
                 for offset, before, kw, line, block in hits:
-                    self._line(line, kw, base + before + 1, block, offset)
+                    if kw:
+                        self._line(line, kw, base + before + 1, block, offset)
+                    else:
+                        self.long_lines += 1
                 base += lines[0]
+        if self.long_lines:
+            self.tl.notes.append(
+                f"{path.name}: skipped {self.long_lines} line(s) of more than {MAX_LINE_BYTES >> 20} MiB"
+            )
         self._spam(path, size)
 
     def _dense(self, path: Path, size: int) -> None:
         """Folds bulk-parsed chunks: each run of dense rows, then the event line after it."""
         source = self.source
         for rows in _dense_scan(path, size):
+            self.long_lines += rows.long_lines
             lo = 0
             for (offset, before, kw, line, block), at in zip(rows.slow, rows.slow_at.tolist(), strict=True):
                 self._fold(rows, lo, at, source)
@@ -348,7 +390,10 @@ class LogScanner:
         try:
             for offset, before, kw, line, block in grep_hits(str(path)):
                 line_no = before + 1
-                self._line(line, kw, line_no, block, offset)
+                if kw:
+                    self._line(line, kw, line_no, block, offset)
+                else:
+                    self.long_lines += 1
         except GrepFailed:
             if line_no:
                 raise EvidenceError(f"{path}:{line_no}: grep stopped with an error after this line") from None
@@ -508,6 +553,22 @@ def record_ts(value) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def sniff_head(fh) -> bytes:
+    """Up to SNIFF_BYTES of the file's first lines for sniffing; a long line (junk, an embedded
+    blob) where the window ends is skipped whole so the lines after it are sniffed too."""
+    kept = bytearray()
+    for _ in range(SNIFF_SKIPS):
+        want = SNIFF_BYTES - len(kept)
+        data = fh.read(want)
+        cut = data.rfind(b"\n") + 1
+        if len(data) < want or len(data) - cut <= SNIFF_LONG_BYTES:
+            kept += data
+            break
+        kept += data[:cut]
+        fh.seek(_line_end(fh, fh.tell()))
+    return bytes(kept)
 
 
 def sniff(head: bytes) -> bool:
