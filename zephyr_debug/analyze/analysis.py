@@ -452,6 +452,9 @@ def _dead_holders(ev: Evidence, shards: pd.DataFrame, covered: set, steps: Steps
     return out
 
 
+ABORT_RULE_KINDS = ("crash-loop", "all-workers-dead")  # what Zephyr aborts on: a shard out of attempts, no workers
+
+
 def abort_cause(ev: Evidence, found: list[Finding]) -> Finding | None:
     """The root-cause finding the abort line itself names: the shard it aborted on, or (`No alive
     workers`) the dead pool. None when the line names neither, or no finding is that cause."""
@@ -459,6 +462,10 @@ def abort_cause(ev: Evidence, found: list[Finding]) -> Finding | None:
         return None
     shard = failures.aborting_shard(ev)
     no_workers = any(sign in (ev.fatal_error or "") for sign in liveness.NO_WORKERS_SIGNS)
+    if shard is None and not no_workers:  # the abort's text is not in this evidence (Prometheus)
+        rules = [f for f in found if f.severity == ERROR and f.kind in ABORT_RULE_KINDS]
+        if len(rules) == 1:  # the one finding that is one of Zephyr's abort rules: what it stopped on
+            return rules[0]
     return next(
         (
             f
