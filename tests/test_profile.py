@@ -155,6 +155,23 @@ def test_dump_of_a_hung_worker_shows_the_waiting_frame(inline_job):
     assert [f["function"] for f in main["frames"] if f["in_app"]][:2] == ["_wait_for_remote", "_midway_faults"]
     text = CliRunner().invoke(app, ["dump", held[1], "--job", str(job.job_dir)]).stdout
     assert "sits in: threading.py" in text and "shardwork.py" in text and "_wait_for_remote" in text
+    pid = cli_json("dump", held[1], "--job", str(job.job_dir))["pid"]
+    saved = Path(job.job_dir) / "saved"
+    saved.mkdir()
+    for form, flags in {"text": [], "locals": ["--locals"], "json": ["--json"]}.items():
+        dump = subprocess.run([pyspy.executable(), "dump", "--pid", str(pid), *flags], capture_output=True, text=True)
+        assert dump.returncode == 0, dump.stderr
+        (saved / f"{form}.txt").write_text(dump.stdout)
+    pasted = (saved / "locals.txt").read_text().replace("\n", "\r\n").replace("    ", "  ")  # re-indented, CRLF
+    (saved / "pasted.md").write_text("the worker:\n```\n" + pasted + "```\n")
+    for name in ("text.txt", "locals.txt", "json.txt", "pasted.md"):
+        got = cli_json("dump", str(saved / name))
+        read = next(t for t in got["threads"] if t["name"] == "MainThread")
+        assert got["pid"] == pid and len(got["threads"]) == len(threads), name
+        assert [f["function"] for f in read["frames"]] == [f["function"] for f in main["frames"]], name
+        assert read["state"] == "waiting" and "_wait_for_remote" in read["in_app_frame"], name
+    (saved / "other.txt").write_text("not a dump\n")
+    assert_one_line_error(zdebug("dump", str(saved / "other.txt")), "other.txt:1: not a py-spy dump")
 
 
 def test_straggler_is_the_longest_running_shard(inline_job):

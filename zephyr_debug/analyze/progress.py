@@ -190,7 +190,11 @@ def headline(ev: Evidence, prog: Progress, pool, shards: pd.DataFrame, found: li
     if ev.state == "interrupted":
         return f"Interrupted: the coordinator stopped without finishing or aborting ({where})."
     state = (
-        "in its tail, waiting on " + ("; ".join(f.title for f in problems[:2]) if problems else "its last shards")
+        (
+            "in its tail: " + "; ".join(f.title for f in problems[:2])
+            if problems
+            else "in its tail, waiting on its last shards"
+        )
         if prog.tail
         else "running"
     )
