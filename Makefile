@@ -17,8 +17,11 @@ install: $(BIN)/.installed-$(EXTRAS)
 demo: install
 	$(BIN)/zdebug demo
 
+# Two test processes (one per core; most tests wait on real jobs, servers and subprocesses);
+# each file runs in one of them, so its module fixtures start once. TEST_PROCESSES=0: one process.
+TEST_PROCESSES ?= 2
 test: lint
-	$(BIN)/pytest -q -ra --durations=20
+	$(BIN)/pytest -q -ra --durations=20 -n $(TEST_PROCESSES) --dist loadfile
 
 test-fast: install
 	$(BIN)/pytest -q -ra -m "not slow"

@@ -55,10 +55,11 @@ RUN_DEFAULTS = {
 
 def pytest_configure(config) -> None:
     """Tests never write to the user's job store: a fresh one per run unless a test names its own."""
-    if "ZDEBUG_HOME" not in os.environ:
+    home = os.environ.get("ZDEBUG_HOME")
+    if home is None or home == os.environ.get("ZDEBUG_TEST_HOME"):  # unset, or made by the parent pytest (xdist)
         import tempfile
 
-        os.environ["ZDEBUG_HOME"] = tempfile.mkdtemp(prefix="zdebug-test-home-")
+        os.environ["ZDEBUG_HOME"] = os.environ["ZDEBUG_TEST_HOME"] = tempfile.mkdtemp(prefix="zdebug-test-home-")
 
 
 @pytest.fixture(scope="session")

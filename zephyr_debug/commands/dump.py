@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
         epilog=examples(
             "zdebug dump --straggler latest        # the worker holding the longest shard",
             "zdebug dump 12345 --json",
-            "zdebug dump saved-dump.txt             # a py-spy dump pasted or saved (text or --json)",
+            "zdebug dump saved-dump.txt   # a saved py-spy dump (text or --json)",
             "zdebug dump zephyr-4e7e9c87-p0-workers-1 --job latest",
         )
     )
