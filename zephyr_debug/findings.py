@@ -134,6 +134,7 @@ class Finding:
     elapsed_s: float | None = None
     ratio_to_median: float | None = None
     metrics: tuple[tuple[str, Any], ...] = ()  # (name, number) pairs behind the evidence
+    saving: Any = None  # analyze.saving.Saving: what naming it now saves over waiting for Zephyr
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -163,6 +164,7 @@ class Finding:
             "fingerprint": self.fingerprint,
             "playbook": self.playbook,
             "metrics": {k: clean_number(v) for k, v in self.metrics},
+            "saving": self.saving.to_json() if self.saving is not None else None,
         }
 
 

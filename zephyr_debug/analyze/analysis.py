@@ -24,6 +24,7 @@ from zephyr_debug.analyze import (
     liveness,
     outliers,
     progress,
+    saving,
     shardtable,
     speed,
 )
@@ -281,6 +282,7 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
         key=lambda f: (SEVERITIES.index(f.severity), -f.cost.worker_hours, -f.cost.held_s, -(f.elapsed_s or 0.0))
     )
     rows = _stage_rows(ev, stats)
+    found = [replace(f, saving=saving.saving(ev, f, th)) for f in found]
     return Analysis(
         job=ev.job,
         target=steps.target,

@@ -41,6 +41,8 @@ def show(con: Console, f: Finding, rank: int | None = None, evidence: int = 4) -
         _hanging(con, "- ", line)
     if len(f.evidence) > evidence:
         con.print(f"{INDENT}(+{len(f.evidence) - evidence} more lines: --json shows all)", style="dim")
+    if f.saving is not None:
+        _hanging(con, "", f.saving.text(), style="green")
     for step in f.next:
         con.print(Text(INDENT + "next: ") + Text(safe(step), style="bold cyan"), soft_wrap=True)
 
@@ -51,7 +53,7 @@ def cannot_tell(con: Console, a: Analysis) -> None:
         con.print(Text("cannot tell: ", style="bold yellow") + Text(safe(line)))
 
 
-def _hanging(con: Console, bullet: str, line: str) -> None:
+def _hanging(con: Console, bullet: str, line: str, style: str = "") -> None:
     """An evidence line wrapped with a hanging indent (continuations under its first word)."""
     width = max(con.width - len(INDENT) - len(bullet), 20)
     words, rows, row = safe(line).split(" "), [], ""
@@ -63,4 +65,4 @@ def _hanging(con: Console, bullet: str, line: str) -> None:
             row = f"{row} {word}" if row else word
     rows.append(row)
     for i, text in enumerate(rows):
-        con.print(Text(INDENT + (bullet if i == 0 else " " * len(bullet)) + text), soft_wrap=True)
+        con.print(Text(INDENT + (bullet if i == 0 else " " * len(bullet)) + text, style=style), soft_wrap=True)
