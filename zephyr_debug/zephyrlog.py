@@ -314,11 +314,13 @@ FAILURE_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"exited with code -11|Segmentation fault"), "segv"),
     (re.compile(r"exited with code -?\d+|Fatal Python error"), "exit"),
 )
+STAGE_INDEX_RE = re.compile(r"^stage(\d+)-")  # a stage name's `stageN-` prefix: its index
 RETURNCODE_RE = re.compile(r"returncode (-?\d+)|exited with code (-?\d+)")
 # The shard a fatal_error names (task abort, infra abort, and their older forms).
 ABORT_SHARD_RE = re.compile(
     r"Shard (?P<shard>\d+) (?:failed \d+ times|has failed|crashed its worker|has been in flight)"
 )
+TASK_ABORT_RE = re.compile(r"Shard \d+ (?:failed|has failed) \d+ times")  # a task abort, not an infra one
 
 # -- line prefixes and time ----------------------------------------------------------------
 # Time parts a prefix pattern may name: Y (4-digit year), M (month number or `Nov`), D (day),

@@ -10,7 +10,6 @@ Thresholds are the constants below; docs/known-modes.md lists the modes.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
@@ -19,7 +18,7 @@ from zephyr_debug.analyze.liveness import OOM_EXIT, heartbeat_timeout, oom_kille
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.findings import ERROR, INFO, WARNING, Cost, Finding
 from zephyr_debug.model import MAX_SHARD_FAILURES, NO_WORKERS_TIMEOUT_S, Evidence
-from zephyr_debug.zephyrlog import ABORT_SHARD_RE
+from zephyr_debug.zephyrlog import ABORT_SHARD_RE, TASK_ABORT_RE
 
 PLAYBOOK = "zdebug playbook known-modes"
 FAIL_LOOP_INFRA = 3  # infra failures of one unfinished shard: a fail loop (#4575)
@@ -36,8 +35,6 @@ AFTER_EXIT_GRACE_S = 30.0  # worker lines this long after the coordinator's last
 AFTER_EXIT_SPAN_S = 5 * 60.0  # ... spanning at least this long
 PREEMPT_MATCH_S = 30.0  # a heartbeat timeout of the aborting worker this close to a TASK abort (#4990)
 MAX_NAMED = 5  # workers named in an evidence line
-
-TASK_ABORT_RE = re.compile(r"Shard \d+ (?:failed|has failed) \d+ times")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from zephyr_debug.model import (
     Evidence,
     StageInfo,
 )
+from zephyr_debug.zephyrlog import STAGE_INDEX_RE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,20 +64,6 @@ STAGE_FIELDS = {
     "mem_bytes_avg": "mem_avg_bytes",
     "mem_peak_bytes_max": "mem_peak_bytes",
 }
-NUMERIC = (
-    "shard",
-    "items",
-    "bytes",
-    "cpu_time_s",
-    "cpu_pct",
-    "rss_bytes",
-    "rss_peak_bytes",
-    "elapsed_s",
-    "total_shards",
-    "cpu_pct_avg",
-    "mem_avg_bytes",
-    "mem_peak_bytes",
-)
 # Zero in these = not sampled: this release's inline runner samples in a thread that does not
 # see the shard's counters, so its RUNNING rows carry 0 (END rows are sampled in the shard's own).
 RESOURCES = ("cpu_time_s", "cpu_pct", "rss_bytes", "rss_peak_bytes")
@@ -416,9 +403,6 @@ def _sample_interval(ts, shard_serial) -> float | None:
     gaps = np.diff(ts)[(shard_serial[1:] == shard_serial[:-1])] if len(ts) > 1 else np.zeros(0)
     gaps = gaps[gaps > 0]
     return round(float(np.median(gaps)), 3) if len(gaps) else None
-
-
-STAGE_INDEX_RE = re.compile(r"^stage(\d+)-")
 
 
 def _stages(attempts: pd.DataFrame, st: pd.DataFrame) -> list[StageInfo]:

@@ -148,14 +148,6 @@ def grep_hits(path: str) -> Iterator[Hit]:
         raise GrepFailed(path)
 
 
-def grep_scan(path: str) -> list[Hit] | None:
-    """Every hit of `grep_hits`, or None when grep is missing or fails."""
-    try:
-        return list(grep_hits(path))
-    except GrepFailed:
-        return None
-
-
 def _reader(fd: int):
     """`read(offset, size)` on an open file, for the text around a hit (tracebacks, dumps)."""
     return lambda offset, size: os.pread(fd, size, offset)

@@ -20,9 +20,8 @@ from zephyr_debug.model import (
 )
 from zephyr_debug.sources.compact import AttemptRow, AttemptTable, StatusSeries
 from zephyr_debug.sources.jobstatus import parse_literal
-from zephyr_debug.zephyrlog import FAILURE_KINDS, RETURNCODE_RE, human_number
+from zephyr_debug.zephyrlog import FAILURE_KINDS, RETURNCODE_RE, STAGE_INDEX_RE, human_number
 
-STAGE_INDEX_RE = re.compile(r"^stage(\d+)-")
 RETRIED_RE = re.compile(r"(\d+): (\d+)")
 # Status-line columns <- the zephyrlog.STATUS group that fills them.
 STATUS_FIELDS = (
