@@ -19,9 +19,11 @@ demo: install
 
 # Two test processes (one per core; most tests wait on real jobs, servers and subprocesses);
 # each file runs in one of them, so its module fixtures start once. TEST_PROCESSES=0: one process.
+# Tests marked `alone` (real pipelines whose shard durations a rule compares) run after, alone.
 TEST_PROCESSES ?= 2
 test: lint
-	$(BIN)/pytest -q -ra --durations=20 -n $(TEST_PROCESSES) --dist loadfile
+	$(BIN)/pytest -q -ra --durations=20 -n $(TEST_PROCESSES) --dist loadfile -m "not alone"
+	$(BIN)/pytest -q -ra --durations=10 -m alone
 
 test-fast: install
 	$(BIN)/pytest -q -ra -m "not slow"

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 import pytest
 
+pytestmark = pytest.mark.alone  # the stragglers rule compares real shard durations: not beside other tests
 ROWS, ROW_S, SAMPLE_S = 4, 0.05, 0.5
 SKEW, SKEW_X = 2, 40
 STUCK, STUCK_S = 4, 8.0

@@ -19,7 +19,7 @@ from realzephyr import FACTOR, ROWS
 from zephyr_debug.sources import load
 from zephyr_debug.sources.jobstatus import parse
 
-pytestmark = [pytest.mark.zephyr, pytest.mark.slow]
+pytestmark = [pytest.mark.zephyr, pytest.mark.slow, pytest.mark.alone]
 
 SCENARIOS = ("tail", "raise", "sigkill", "segv")
 DRIVER = Path(__file__).with_name("realzephyr.py")

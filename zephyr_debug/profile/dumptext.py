@@ -71,6 +71,8 @@ def _json(text: str, source: str) -> list[dict]:
         threads = json.loads(text)
     except ValueError as exc:
         raise EvidenceError(f"{source}: not a py-spy dump: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise EvidenceError(f"{source}:1: not a py-spy dump: JSON nested too deeply") from None
     if not isinstance(threads, list) or not all(
         isinstance(t, dict) and isinstance(t.get("frames"), list) for t in threads
     ):

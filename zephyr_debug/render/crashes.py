@@ -61,6 +61,14 @@ def _where(stage: str | None, shard: int | None, attempt: int | None) -> str:
     return " ".join(parts)
 
 
+def _place(location: str | None) -> str:
+    """A crash's FILE:LINE, inside the job store as `<job id>/FILE:LINE` (short enough to keep whole)."""
+    from zephyr_debug import jobstore
+
+    root = str(jobstore.jobs_root()) + "/"
+    return location[len(root) :] if location and location.startswith(root) else location or "-"
+
+
 def rows(data: dict, warnings: list[str]) -> None:
     con = console()
     crashes = data["crashes"]
@@ -73,7 +81,7 @@ def rows(data: dict, warnings: list[str]) -> None:
         )
         con.print(
             f"    [bold]{clean(r['exception'])}[/]: {clean(r['raw_message'] or r['exception'])}  "
-            f"[dim]{clean(r['source'])}[/]"
+            f"[dim]{clean(_place(r['source']))}[/]"
         )
     if crashes:
         con.print(f"  next: [bold cyan]zdebug crashes {clean(_q(data['source']))} --dedupe[/]")

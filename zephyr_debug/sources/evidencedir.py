@@ -30,7 +30,7 @@ from zephyr_debug.model import (
     SourceRead,
     frame,
 )
-from zephyr_debug.sources import counters, fusion, iris_finelog, jobstatus, logtext, tasks
+from zephyr_debug.sources import counters, fusion, iris_finelog, iris_summary, jobstatus, logtext, tasks
 from zephyr_debug.sources.timeline import Timeline
 
 MAX_JSON_BYTES = 256 << 20
@@ -115,6 +115,8 @@ def classify(file: Path) -> tuple[str | None, object]:
         return _classify_json(file, body)
     if body.startswith(b"JobStatus("):
         return "status", jobstatus.parse(_text(file), str(file))
+    if iris_summary.looks_like(head):
+        return "tasks", tasks.workers(iris_summary.parse(_text(file), str(file)))
     if logtext.sniff(head) or (b"\x00" not in head and logtext.sniff(_lines_head(file))):
         return "log", None
     what = "binary data" if b"\x00" in head else "unrecognised text"

@@ -56,7 +56,7 @@ def workers(data: dict) -> pd.DataFrame:
         if not isinstance(task, dict):
             continue
         usage = _get(task, "resource_usage", "resourceUsage") or task
-        state = str(_get(task, "state") or "").removeprefix("TASK_STATE_")
+        state = str(_get(task, "state") or "").upper().removeprefix("TASK_STATE_")  # `iris job summary`: lower
         cpu = _num(_get(usage, "cpu_millicores", "cpuMillicores"))
         rows.append(
             {
