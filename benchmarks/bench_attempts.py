@@ -2,11 +2,17 @@
 one execution's lines many times, and one shard failing over and over. The fold's look-ups of a
 shard's attempts are O(1) (compact.AttemptTable indexes a shard past DEEP attempts), so the cost
 per copy / per attempt stays flat: the ratio of the large case's per-unit time to the small
-one's, measured in the same run, is the figure (1.0 = linear)."""
+one's, measured in the same run, is the figure (1.0 = linear).
+
+Item 6: one line of hundreds of MB inside a job's log is skipped (logtext.MAX_LINE_BYTES), so the
+load costs about a read of the file: its time against `wc -l` over the same file, and its peak
+memory (in a child process) against the same load without the line."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,6 +83,59 @@ def run(quick: bool = False) -> dict:
             "target": f"<= {TARGET:g}x (linear)",
             "meets": per[many] / per[few] <= TARGET,
         }
+        out.update(_long_line(work, text, (32 if quick else 256) << 20))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+LOAD_IN_CHILD = (
+    "import json, resource, sys, time; from pathlib import Path; from zephyr_debug.sources import logtext; "
+    "t = time.perf_counter(); ev = logtext.load([Path(sys.argv[1])], 'bench'); took = time.perf_counter() - t; "
+    "print(json.dumps([took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10, ev.warnings]))"
+)
+
+
+def _long_line(work: Path, text: str, size: int) -> dict:
+    plain, long = work / "plain.log", work / "long.log"
+    plain.write_text(text, encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    with open(long, "w", encoding="utf-8") as fh:
+        fh.writelines(lines[: len(lines) // 2])
+        fh.write(zephyrlog.timestamp(1_796_200_000.0) + " INFO zephyr.execution: ")
+        for _ in range(size >> 20):
+            fh.write("x" * (1 << 20))
+        fh.write("\n")
+        fh.writelines(lines[len(lines) // 2 :])
+    root = str(Path(__file__).resolve().parents[1])
+    runs = {}
+    for name, path in (("plain", plain), ("long", long)):
+        argv = [sys.executable, "-c", LOAD_IN_CHILD, str(path)]
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=root)
+        if proc.returncode != 0:
+            raise RuntimeError(f"loading {path.name} failed: {proc.stderr.strip()[-300:]}")
+        runs[name] = json.loads(proc.stdout)
+    t = time.perf_counter()
+    subprocess.run(["wc", "-l", str(long)], capture_output=True, check=True)
+    wc = time.perf_counter() - t
+    took, rss, warnings = runs["long"]
+    return {
+        "long_line_load": {
+            "value": took,
+            "unit": f"s to load a job log holding one {size >> 20} MB line",
+            "baseline": "s of wc -l over the same file",
+            "baseline_value": wc,
+            "ratio": took / wc,
+            "target": "report only",
+            "meets": any("skipped 1 line" in w for w in warnings),
+        },
+        "long_line_peak_rss": {
+            "value": rss,
+            "unit": "MB peak RSS of that load",
+            "baseline": "MB peak RSS without the line",
+            "baseline_value": runs["plain"][1],
+            "ratio": rss / runs["plain"][1],
+            "target": "< baseline + 64 MB (the line is never held)",
+            "meets": rss < runs["plain"][1] + 64,
+        },
+    }

@@ -188,3 +188,15 @@ def test_the_cli_reports_each_bad_server_in_one_line_within_the_deadline(servers
         assert "did not answer within 2s" in results[name][1], (name, results[name][1])
     assert "closed the connection mid-answer" in results["mid-body"][1]
     assert took < 60, took  # seven hangs would each have run until killed
+
+
+def test_a_bad_prometheus_answer_is_evidence_exit_3(servers, tmp_path):
+    """A Prometheus that answers, but with no Zephyr run: unreadable evidence (3), not usage (2)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "zephyr_debug.cli", "status", "prometheus+" + servers["ok"]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ZDEBUG_HOME": str(tmp_path)},
+    )
+    assert proc.returncode == 3 and "no Zephyr run" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr

@@ -230,10 +230,8 @@ def _ranges(path: Path, parts: int) -> list[tuple[int, int]]:
     size = path.stat().st_size
     bounds = [0]
     with open(path, "rb") as fh:
-        for k in range(1, parts):
-            fh.seek(size * k // parts)
-            fh.readline()
-            bounds.append(max(fh.tell(), bounds[-1]))
+        for k in range(1, parts):  # after the next newline (a line of any length never held)
+            bounds.append(max(_line_end(fh, size * k // parts), bounds[-1]))
     bounds.append(size)
     return [(a, b) for a, b in pairwise(bounds) if b > a]
 

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import numpy as np
 import pandas as pd
 
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import EvidenceError, UsageError
 from zephyr_debug.model import (
     ATTEMPT_COLUMNS,
     SAMPLE_COLUMNS,
@@ -69,17 +69,17 @@ def parse(spec: str) -> tuple[str, str | None, str]:
     """`prometheus+URL?run=R&window=W` -> (URL, run or None, window)."""
     parts = urlsplit(spec.removeprefix(PREFIX))
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ZdebugError(f"{spec}: expected prometheus+http://HOST:PORT[?run=EXEC_ID]")
+        raise UsageError(f"{spec}: expected prometheus+http://HOST:PORT[?run=EXEC_ID]")
     query = parse_qs(parts.query)
     unknown = set(query) - {"run", "window"}
     if unknown:
-        raise ZdebugError(f"{spec}: unknown parameter(s) {', '.join(sorted(unknown))} (run, window)")
+        raise UsageError(f"{spec}: unknown parameter(s) {', '.join(sorted(unknown))} (run, window)")
     run = query.get("run", [None])[-1]
     window = query.get("window", [DEFAULT_WINDOW])[-1]
     if run is not None and not RUN_RE.match(run):
-        raise ZdebugError(f"{spec}: run {run[:60]!r} is not an execution id")
+        raise UsageError(f"{spec}: run {run[:60]!r} is not an execution id")
     if not WINDOW_RE.match(window):
-        raise ZdebugError(f"{spec}: window {window[:20]!r} is not a Prometheus duration like 6h or 7d")
+        raise UsageError(f"{spec}: window {window[:20]!r} is not a Prometheus duration like 6h or 7d")
     return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}", run, window
 
 
@@ -94,11 +94,11 @@ class Client:
         body = reply.json("Prometheus answer")
         if not isinstance(body, dict) or body.get("status") != "success":
             error = body.get("error") if isinstance(body, dict) else None
-            raise ZdebugError(f"{self.url}: query failed: HTTP {reply.status}: {str(error or body)[:200]}")
+            raise EvidenceError(f"{self.url}: query failed: HTTP {reply.status}: {str(error or body)[:200]}")
         data = body.get("data")
         result = data.get("result") if isinstance(data, dict) else None
         if not isinstance(result, list):
-            raise ZdebugError(f"{self.url}: query failed: no result list in the answer")
+            raise EvidenceError(f"{self.url}: query failed: no result list in the answer")
         return result
 
 
@@ -108,13 +108,13 @@ def load(spec: str) -> Evidence:
     if run is None:
         latest = client.query(f"topk(1, max by (run) (max_over_time(progress_time_seconds[{window}])))")
         if not latest:
-            raise ZdebugError(f"{url}: no Zephyr run (progress_time_seconds) in the last {window}")
+            raise EvidenceError(f"{url}: no Zephyr run (progress_time_seconds) in the last {window}")
         run = latest[0]["metric"]["run"]
     sel = f'run="{run}"'
     shard_names = "|".join(SHARD_METRICS.values())  # read as last values below, not raw
     raw = _samples(client.query(f'{{{sel}, __name__!~"{shard_names}"}}[{window}]'))
     if raw.empty or "zephyr_stage_index" not in set(raw["name"]):
-        raise ZdebugError(f"{url}: no samples of run {run} in the last {window} (is it scraped?)")
+        raise EvidenceError(f"{url}: no samples of run {run} in the last {window} (is it scraped?)")
     shards = _shard_rows(client, sel, window)
     present = bool(client.query(f"zephyr_pipeline_done{{{sel}}}"))
     return _evidence(f"{PREFIX}{url}?run={run}", run, raw, shards, present)
