@@ -138,7 +138,7 @@ def test_summarize_a_file_and_an_iris_reply(profiles, tmp_path):
 def test_gil_share_of_the_cpu_worker(inline_job, tmp_path):
     job, held = inline_job
     out = profile(job, held[0], "--gil", "-o", str(tmp_path / "gil.speedscope.json"))
-    assert out["gil_only"] and 0.5 < out["gil_share"] <= 1.05, out["gil_share"]
+    assert out["gil_only"] and 0.5 < out["gil_share"] <= 1.0, out["gil_share"]
     assert out["hot_frame"]["file"].endswith("shardwork.py")
     jsonschema.validate(json.loads((tmp_path / "gil.speedscope.json").read_text()), SCHEMA)
 

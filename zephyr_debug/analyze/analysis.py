@@ -264,7 +264,9 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
             ev, shards, solo, {f.stage for f in found if f.stage and f.severity != INFO}, hb, th, steps, idle
         )
     stragglers = [f for f in found if f.kind in causes.STRAGGLER_KINDS]
-    if frozen >= frozen_need and not any(f.stage == prog.stage for f in stragglers) and not gone:
+    looping = {s for f in found if f.kind in CRASH_LOOP_KINDS and f.stage == prog.stage for s in f.all_shards}
+    explained = bool(looping) and len(looping) >= prog.in_flight  # the shards in flight are in a crash loop
+    if frozen >= frozen_need and not any(f.stage == prog.stage for f in stragglers) and not gone and not explained:
         found.append(causes.frozen_stage(prog, frozen, hb, steps))
     if not gone:
         found += _dead_holders(ev, shards, covered, steps, hb)
@@ -454,6 +456,7 @@ def _dead_holders(ev: Evidence, shards: pd.DataFrame, covered: set, steps: Steps
     return out
 
 
+CRASH_LOOP_KINDS = ("crash-loop", "oom")  # a shard failing attempt after attempt: why it is in flight so long
 ABORT_RULE_KINDS = ("crash-loop", "all-workers-dead")  # what Zephyr aborts on: a shard out of attempts, no workers
 
 

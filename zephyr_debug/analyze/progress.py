@@ -121,7 +121,25 @@ def frozen_items_s(ev: Evidence, prog: Progress) -> float:
     k = len(same)
     while k > 0 and same[k - 1]:
         k -= 1
-    return float(ts[-1] - ts[k]) if k < len(same) else float(ts[-1] - ts[0])
+    frozen = float(ts[-1] - ts[k]) if k < len(same) else float(ts[-1] - ts[0])
+    if k >= 2 and not _visible(items[: k + 1], ts[: k + 1], mine["in_flight"].iloc[: k + 1], frozen):
+        return 0.0
+    return frozen
+
+
+def _visible(items: np.ndarray, ts: np.ndarray, in_flight: pd.Series, seconds: float) -> bool:
+    """Whether the shards in flight would have moved the printed count in `seconds` at the pace the
+    stage's shards kept before (items= prints 3 digits: in a 5,000-shard stage a few shards in
+    flight may not move `1.89M` for minutes)."""
+    values = np.unique(items[~np.isnan(items)])[-12:]
+    step = float(np.diff(values).min()) if len(values) > 1 else 1.0
+    flight = pd.to_numeric(in_flight, errors="coerce").to_numpy(dtype=float)
+    span = float(ts[-1] - ts[0])
+    busy = float(np.nanmean(flight)) if len(flight) else np.nan
+    if not span > 0 or not busy > 0:
+        return True
+    per_shard = float(items[-1] - items[0]) / span / busy
+    return per_shard * float(flight[-1]) * seconds >= 3 * step
 
 
 def status_interval(ev: Evidence, stage: str) -> float:

@@ -185,11 +185,15 @@ def _verdict(shares: dict[str, float], margin: float) -> str:
 
 
 def _gil_share(samples: pd.DataFrame, duration_s: float | None) -> float | None:
-    """GIL-holding seconds / wall seconds, for the busiest process (one GIL per process)."""
+    """GIL-holding seconds / wall seconds, for the busiest process (one GIL per process).
+
+    py-spy samples a little past the asked duration, so the ratio is capped at 1: a GIL is
+    held at most all of the time.
+    """
     if not duration_s:
         return None
     process = samples["thread"].str.extract(_PROCESS, expand=False).fillna("main")
-    return round(float(samples.groupby(process)["weight"].sum().max() / duration_s), 4)
+    return round(min(1.0, float(samples.groupby(process)["weight"].sum().max() / duration_s)), 4)
 
 
 def _top(table: pd.DataFrame, column: str, frames: pd.DataFrame, total: float, n: int) -> list[dict]:
