@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from zephyr_debug.dashboards import alerts, grafana
+from zephyr_debug.dashboards import alerts, exporter, grafana
 from zephyr_debug.dashboards.__main__ import main as generate
 from zephyr_debug.reference.metrics import METRICS, metric_name
 
@@ -58,6 +58,8 @@ def test_every_metric_in_panels_and_rules_is_exported():
     exprs += [r["expr"] for r in alerts.rules()["groups"][0]["rules"]]
     used = {m for e in exprs for m in re.findall(r"\b(zephyr_\w+|progress_time_seconds)\b", e)}
     assert used and used <= METRICS, used - METRICS
+    ours = {m for e in exprs for m in re.findall(r"\b(zdebug_\w+)\b", e)}  # `zdebug watch --metrics-port`
+    assert ours and ours <= exporter.METRICS, ours - exporter.METRICS
 
 
 def test_counters_become_gauges_with_zephyrs_names():
@@ -86,7 +88,15 @@ def test_promtool_checks_and_unit_tests_pass():
 
 @needs_promtool
 @pytest.mark.parametrize(
-    "change", [{"stall_s": 3600}, {"tail_for": "45m"}, {"dead_for": "10m"}, {"crash_loop_failures": 4}]
+    "change",
+    [
+        {"stall_s": 3600},
+        {"tail_for": "45m"},
+        {"dead_for": "10m"},
+        {"crash_loop_failures": 4},
+        {"crash_loop_for": "5m"},
+        {"finding_for": "10m"},
+    ],
 )
 def test_promtool_unit_tests_catch_a_changed_threshold(tmp_path, change):
     import yaml

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 import typer
 
 from zephyr_debug.commands.common import FINELOG, JOB, JSON, TIMEOUT, examples, load_evidence
-from zephyr_debug.errors import ZdebugError
+from zephyr_debug.errors import UsageError, ZdebugError
 from zephyr_debug.findings import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from zephyr_debug.analyze.analysis import Analysis
     from zephyr_debug.analyze.workers import WorkerRanking
+    from zephyr_debug.dashboards.exporter import FindingsCollector
     from zephyr_debug.model import Evidence
 
 TOP_WORKERS = 5
@@ -77,6 +78,7 @@ def register(app: typer.Typer) -> None:
             "zdebug watch iris://127.0.0.1:10000/alice/my-pipeline --interval 10",
             "zdebug watch latest --once",
             "zdebug watch finelog://127.0.0.1:10001/EXEC_ID --once",
+            "zdebug watch iris://127.0.0.1:10000/alice/my-pipeline --metrics-port 9101",
         )
     )
     def watch(
@@ -85,6 +87,14 @@ def register(app: typer.Typer) -> None:
         once: bool = typer.Option(False, "--once", help="Print one snapshot and exit."),
         timeout: float = TIMEOUT,
         finelog: str = FINELOG,
+        metrics_port: int = typer.Option(
+            None,
+            min=0,
+            max=65535,
+            metavar="PORT",
+            help="Also serve the findings as Prometheus metrics on 127.0.0.1:PORT/metrics "
+            "(0: any free port), for the Zdebug* alert rules in dashboards/alerts.yml.",
+        ),
         as_json: bool = JSON,
     ) -> None:
         """Live view of a running job (best with a coordinator URL): progress, tail, stragglers, top workers,
@@ -94,6 +104,8 @@ def register(app: typer.Typer) -> None:
         from zephyr_debug.render import watch as view
         from zephyr_debug.render.output import console, print_json
 
+        if metrics_port is not None and (once or as_json):
+            raise UsageError("--metrics-port serves every refresh: it cannot go with --once or --json")
         snap = snapshot(load_evidence(url, as_json, finelog), interval, url)
         if as_json:
             print_json(snap.to_json())
@@ -102,14 +114,34 @@ def register(app: typer.Typer) -> None:
         if once:
             con.print(view.screen(snap, live=False))
             return
+        export = _exporter(url, metrics_port, con)
         try:
             with Live(view.screen(snap), console=con, auto_refresh=False, transient=False) as live:
-                while snap.analysis.state == "running":
+                while True:
+                    if export is not None:
+                        export.update(snap.analysis, snap.now)
+                    if snap.analysis.state != "running":
+                        break
                     time.sleep(interval)
                     snap = snapshot(_reload(url, snap, finelog), interval, url)
                     live.update(view.screen(snap), refresh=True)
         except KeyboardInterrupt:
             con.print("[dim]stopped watching[/]")
+
+
+def _exporter(target: str, port: int | None, con) -> FindingsCollector | None:
+    """The metrics endpoint `--metrics-port` asks for (None: not asked); a port in use is a
+    one-line error."""
+    if port is None:
+        return None
+    from zephyr_debug.dashboards.exporter import serve
+
+    try:
+        collector, bound = serve(target, port)
+    except OSError as exc:
+        raise ZdebugError(f"--metrics-port {port}: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    con.print(f"metrics: http://127.0.0.1:{bound}/metrics", soft_wrap=True, highlight=False)
+    return collector
 
 
 def _reload(url: str, last: Snapshot, finelog: str | None) -> Evidence:

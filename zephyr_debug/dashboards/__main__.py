@@ -35,6 +35,9 @@ def generated() -> dict[str, str]:
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     rest = [a for a in argv if a != "--check"]
+    if len(rest) > 1 or any(a.startswith("-") for a in rest):  # never a directory named `--help`
+        print("usage: python -m zephyr_debug.dashboards [--check] [DIR]", file=sys.stderr)
+        return 2
     root = Path(rest[0] if rest else "dashboards")
     try:
         files = generated()

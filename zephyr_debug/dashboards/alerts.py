@@ -2,14 +2,19 @@
 
 The rule file `dashboards/alerts.yml` is `rules(PRODUCTION)`; tests render the same
 expressions with test-sized thresholds (`rules(thresholds(...))`), so what they exercise
-is what ships. `ZephyrPipelineProgressStalled` is Zephyr's own alert. In the templates,
-`{name}` is a `Thresholds` field; `{{ ... }}` is left to Prometheus.
+is what ships. `ZephyrPipelineProgressStalled` is Zephyr's own alert; the `Zephyr*` rules read
+the coordinator's own metrics, the `Zdebug*` rules the findings `zdebug watch --metrics-port`
+exports (`exporter.py`), so they fire when zdebug names the cause, hours before Zephyr gives up.
+In the templates, `{name}` is a `Thresholds` field; `{{ ... }}` is left to Prometheus.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, replace
+
+from zephyr_debug.dashboards.exporter import FINDING, RUNNING
+from zephyr_debug.findings import KINDS
 
 
 @dataclass(frozen=True)
@@ -22,15 +27,38 @@ class Thresholds:
     dead_for: str = "2m"  # no active worker for this long
     crash_loop_failures: int = 3  # failed attempts of one shard
     crash_loop_for: str = "0m"
+    finding_for: str = "2m"  # a zdebug stuck / straggler finding held this long (crash loops: at once)
 
 
 PRODUCTION = Thresholds()
 # `zdebug observe`: the demo compresses time (heartbeat 0.5 s), so do its alerts.
 DEMO = Thresholds(
-    interval="1s", stall_s=20, stall_for="5s", seen_s=30, tail_for="15s", dead_for="5s", crash_loop_failures=2
+    interval="1s",
+    stall_s=20,
+    stall_for="5s",
+    seen_s=30,
+    tail_for="15s",
+    dead_for="5s",
+    crash_loop_failures=2,
+    finding_for="5s",
 )
 # The next command, reading this Prometheus (`$externalURL`) for the alert's run.
 NEXT = "zdebug {command} 'prometheus+{{ $externalURL }}?run={{ $labels.run }}'"
+# A `Zdebug*` alert's next command: the analysis of the evidence `watch` was reading.
+DIAGNOSE = "zdebug diagnose '{{ $labels.target }}'"
+# Finding kinds per zdebug alert: a shard that kills its workers, one that does not move, a tail.
+CRASHING = ("crash-loop", "oom")
+NOT_MOVING = ("stuck", "dead-holder")
+TAILING = tuple(k.name for k in KINDS.values() if k.straggler and k.name not in NOT_MOVING)
+
+
+def _finding(kinds: tuple[str, ...]) -> str:
+    """The current findings of `kinds`, one series per job and shard, while the job runs."""
+    return (
+        f'max by (job_id, target, stage, shard, kind) ({FINDING}{{kind=~"{"|".join(kinds)}"}})'
+        f" and on(job_id, target) ({RUNNING} == 1)"
+    )
+
 
 RULES = [
     {
@@ -70,6 +98,33 @@ RULES = [
         "summary": "Zephyr run {{ $labels.run }}: shard {{ $labels.shard }} of {{ $labels.stage }} "
         "failed {{ $value }} times",
         "next": NEXT.replace("{command}", "stragglers"),  # crash-loop cause, attempts vs limits
+    },
+    {
+        "alert": "ZdebugShardCrashLoop",
+        "expr": _finding(CRASHING),
+        "for": "{crash_loop_for}",
+        "severity": "critical",
+        "summary": "zdebug: job {{ $labels.job_id }} {{ $labels.stage }} shard {{ $labels.shard }} "
+        "is a {{ $labels.kind }} ({{ $value }} shard(s)): Zephyr will retry it until it gives up",
+        "next": DIAGNOSE,
+    },
+    {
+        "alert": "ZdebugStuckShard",
+        "expr": _finding(NOT_MOVING),
+        "for": "{finding_for}",
+        "severity": "warning",
+        "summary": "zdebug: job {{ $labels.job_id }} {{ $labels.stage }} shard {{ $labels.shard }} "
+        "is not moving ({{ $labels.kind }})",
+        "next": DIAGNOSE,
+    },
+    {
+        "alert": "ZdebugStragglerTail",
+        "expr": _finding(TAILING),
+        "for": "{finding_for}",
+        "severity": "warning",
+        "summary": "zdebug: job {{ $labels.job_id }} {{ $labels.stage }} shard {{ $labels.shard }} "
+        "holds up its stage ({{ $labels.kind }})",
+        "next": DIAGNOSE,
     },
 ]
 NAMES = [rule["alert"] for rule in RULES]
