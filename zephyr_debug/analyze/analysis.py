@@ -266,8 +266,9 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
     stragglers = [f for f in found if f.kind in causes.STRAGGLER_KINDS]
     looping = {s for f in found if f.kind in CRASH_LOOP_KINDS and f.stage == prog.stage for s in f.all_shards}
     explained = bool(looping) and len(looping) >= prog.in_flight  # the shards in flight are in a crash loop
-    if frozen >= frozen_need and not any(f.stage == prog.stage for f in stragglers) and not gone and not explained:
-        found.append(causes.frozen_stage(prog, frozen, hb, steps))
+    still = progress.frozen_items_s(ev, prog, completions=True) if frozen >= frozen_need else 0.0
+    if still >= frozen_need and not any(f.stage == prog.stage for f in stragglers) and not gone and not explained:
+        found.append(causes.frozen_stage(prog, still, hb, steps))  # no shard in flight moved: not one finished
     if not gone:
         found += _dead_holders(ev, shards, covered, steps, hb)
     found += speed.slow_workers(shards, stats, {f.worker for f in stragglers if f.worker}, th)

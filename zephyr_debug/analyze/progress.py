@@ -103,9 +103,11 @@ def queue_empty(ev: Evidence, prog: Progress) -> dict[str, bool]:
     return out
 
 
-def frozen_items_s(ev: Evidence, prog: Progress) -> float:
+def frozen_items_s(ev: Evidence, prog: Progress, completions: bool = False) -> float:
     """How long the current stage's status-line `items=` count has not moved while the stage is
-    in its tail (queue empty, shards in flight): the coordinator-only sign of a stuck shard."""
+    in its tail (queue empty, shards in flight): the coordinator-only sign of a stuck shard.
+    `completions`: a shard finishing moves it too (the freeze starts after the last one), for a
+    claim about every shard in flight."""
     st = ev.status
     if not len(st) or "items" not in st or not prog.tail or ev.state != "running":
         return 0.0
@@ -118,6 +120,9 @@ def frozen_items_s(ev: Evidence, prog: Progress) -> float:
     if not len(items) or np.isnan(items[-1]) or not tail[-1]:
         return 0.0
     same = (items == items[-1]) & tail
+    if completions:
+        done = pd.to_numeric(mine["completed"], errors="coerce").to_numpy(dtype=float)
+        same &= np.isnan(done) | (done == done[-1])
     k = len(same)
     while k > 0 and same[k - 1]:
         k -= 1
