@@ -108,14 +108,14 @@ def kept(arg: str) -> str:
 
 
 def plain(path: Path, name: str | None = None) -> Path:
-    """A regular file, decompressed into a scratch copy when it is compressed (`name`: how
-    errors name it)."""
+    """A regular file, decompressed into a scratch copy when it is compressed, and its lines
+    joined again when a terminal wrapped them (`name`: how errors name it)."""
     shown = name or str(path)
     try:
         with open(path, "rb") as fh:
             kind = compression(fh.read(8))
             if kind is None:
-                return path
+                return unwrapped(path, shown)
             fh.seek(0)
             into = _scratch() / (path.name.rsplit(".", 1)[0] if "." in path.name else path.name)
             d = _decompressor(kind, shown)
@@ -127,6 +127,57 @@ def plain(path: Path, name: str | None = None) -> Path:
                     raise EvidenceError(f"{shown}: {kind} data is corrupt ({exc})") from None
             if not getattr(d, "eof", True):  # cut short (a log still being written): what came before is evidence
                 NOTES.append(f"{shown}: {kind} data ends early; read the {into.stat().st_size:,} bytes before the cut")
-            return into
+            return unwrapped(into, shown)
     except OSError as exc:
         raise EvidenceError(f"{shown}: cannot read ({exc.strerror or exc})") from None
+
+
+WRAP_SAMPLE = 4 << 20  # bytes of a file's head that say whether a terminal wrapped its lines
+MIN_WRAP = 40  # no terminal is narrower
+WRAPPED_SHARE = 0.02  # lines of exactly the widest length, among all: a wrap, not chance
+
+
+def wrap_width(head: bytes) -> int | None:
+    """The column a terminal (or `fold`) wrapped this text at, or None: the widest line length
+    (in characters) is shared by many lines, and most of those are followed by a line that does
+    not start a record (its rest)."""
+    from zephyr_debug.zephyrlog import LINE_START_RE
+
+    lines = head.decode("utf-8", "replace").replace("\r\n", "\n").split("\n")[:-1]  # the last may be cut
+    if len(lines) < 4:
+        return None
+    width = max(map(len, lines))
+    at = [i for i, line in enumerate(lines[:-1]) if len(line) == width]
+    if width < MIN_WRAP or len(at) < 3 or len(at) < WRAPPED_SHARE * len(lines):
+        return None
+    rest = sum(not LINE_START_RE.match(("\n" + lines[i + 1]).encode()) for i in at)
+    return width if rest * 2 > len(at) else None
+
+
+def unwrapped(path: Path, shown: str) -> Path:
+    """`path`, or a scratch copy with each wrapped line joined to its rest (a line of exactly the
+    wrap width followed by one that does not start a record), noted for the reader."""
+    from zephyr_debug.zephyrlog import LINE_START_RE
+
+    with open(path, "rb") as fh:
+        width = wrap_width(fh.read(WRAP_SAMPLE))
+        if width is None:
+            return path
+        fh.seek(0)
+        into = _scratch() / path.name
+        joined = 0
+        with open(into, "x", encoding="utf-8", newline="\n") as out:
+            held: str | None = None
+            for raw in fh:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if held and len(held) % width == 0 and not LINE_START_RE.match(("\n" + line).encode()):
+                    held += line
+                    joined += 1
+                    continue
+                if held is not None:
+                    out.write(held + "\n")
+                held = line
+            if held is not None:
+                out.write(held + "\n")
+    NOTES.append(f"{shown}: lines wrapped at {width} columns (a terminal's copy); joined {joined:,} to the line before")
+    return into
