@@ -129,7 +129,8 @@ def test_a_crash_loop_is_called_deterministic_with_its_reason(zdebug, tmp_path):
     assert "verdict: deterministic" in out and "retrying will not help" in out
     assert "zdebug playbook task-error-abort" in out
     events = [line.split() for line in out.splitlines() if line.startswith("2026-12-02")]
-    assert [(e[2], e[4], e[6]) for e in events] == [("stage1-Reduce", "4", str(i)) for i in (1, 2, 3)]
+    # attempts as the log numbers them: 0, 1, 2
+    assert [(e[2], e[4], e[6]) for e in events] == [("stage1-Reduce", "4", str(i)) for i in range(3)]
 
 
 def _lookup(record: dict) -> str:

