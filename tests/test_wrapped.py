@@ -70,7 +70,7 @@ def test_generated_logs_of_every_scenario_are_not_taken_for_wrapped(tmp_path):
 
 
 def test_empty_lines_and_json_survive_the_join(tmp_path):
-    lines = ["x" * 50 + str(i) for i in range(10)]
+    lines = [f"2026-12-03 13:26:{i:02d},000 INFO zephyr.execution: " + "x" * 50 + str(i) for i in range(10)]
     text = "".join(f"{line}\n\n" for line in lines)
     wrapped = tmp_path / "paste.log"
     wrapped.write_text(fold(text, 40))
@@ -79,3 +79,13 @@ def test_empty_lines_and_json_survive_the_join(tmp_path):
     record = tmp_path / "status.json"
     record.write_text(json.dumps({"a": 1}))
     assert streams.unwrapped(record, "status.json") == record
+
+
+def test_bare_lines_of_one_width_are_not_taken_for_wrapped(tmp_path):
+    """Untimed status lines, many at the widest length: no line starts a record, so nothing shows
+    a wrap (and joining them would lose events)."""
+    lines = [
+        f"[exec-1] [stage0-Map] {i}/40 complete, 4 in-flight, {36 - i} queued, 4/4 workers alive, 0 dead"
+        for i in range(37)
+    ]
+    assert streams.wrap_width(("\n".join(lines) + "\n").encode()) is None

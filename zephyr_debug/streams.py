@@ -135,12 +135,13 @@ def plain(path: Path, name: str | None = None) -> Path:
 WRAP_SAMPLE = 4 << 20  # bytes of a file's head that say whether a terminal wrapped its lines
 MIN_WRAP = 40  # no terminal is narrower
 WRAPPED_SHARE = 0.02  # lines of exactly the widest length, among all: a wrap, not chance
+WRAP_CONTRAST = 0.3  # how much more often a widest line than a shorter one is followed by a rest
 
 
 def wrap_width(head: bytes) -> int | None:
     """The column a terminal (or `fold`) wrapped this text at, or None: the widest line length
-    (in characters) is shared by many lines, and most of those are followed by a line that does
-    not start a record (its rest)."""
+    (in characters) is shared by many lines, and those are followed by a line that does not start
+    a record (their rest) mostly, and more often than shorter lines are."""
     from zephyr_debug.zephyrlog import LINE_START_RE
 
     lines = head.decode("utf-8", "replace").replace("\r\n", "\n").split("\n")[:-1]  # the last may be cut
@@ -150,8 +151,12 @@ def wrap_width(head: bytes) -> int | None:
     at = [i for i, line in enumerate(lines[:-1]) if len(line) == width]
     if width < MIN_WRAP or len(at) < 3 or len(at) < WRAPPED_SHARE * len(lines):
         return None
-    rest = sum(not LINE_START_RE.match(("\n" + lines[i + 1]).encode()) for i in at)
-    return width if rest * 2 > len(at) else None
+    rest = [not LINE_START_RE.match(("\n" + line).encode()) for line in lines[1:]]  # not a record's start
+    after_wide = sum(rest[i] for i in at) / len(at)
+    after_short = sum(r for i, r in enumerate(rest) if len(lines[i]) < width) / max(1, len(rest) - len(at))
+    # Wrapped: a wide line is mostly followed by its rest, and markedly more often than a shorter
+    # one is (text whose lines never start a record, bare messages, shows no wrap either way).
+    return width if after_wide > 0.5 and after_wide - after_short >= WRAP_CONTRAST else None
 
 
 def unwrapped(path: Path, shown: str) -> Path:
