@@ -299,3 +299,23 @@ def test_the_wheel_holds_the_dashboards(tmp_path):
     names = set(zipfile.ZipFile(next(tmp_path.glob("zephyr_debug-*.whl"))).namelist())
     shipped = {f"zephyr_debug/dashboards/files/{n}" for n in ("zephyr-pipeline.json", "alerts.yml", "alerts_test.yml")}
     assert shipped <= names and "zephyr_debug/commands/dashboards.py" in names
+
+
+def test_shell_completion_offers_job_ids_and_playbook_names(tmp_path):
+    """Bash completion as the shell asks for it (`_ZDEBUG_COMPLETE`): the store's ids, newest first."""
+    from zephyr_debug.jobstore import EVENTS
+
+    for i, name in enumerate(["20261201-010101-aaaa0001", "20261202-010101-bbbb0002"]):
+        (tmp_path / "jobs" / name).mkdir(parents=True)
+        (tmp_path / "jobs" / name / EVENTS).write_text("")
+        os.utime(tmp_path / "jobs" / name / EVENTS, (1e9 + i, 1e9 + i))
+
+    def complete(line: str) -> list[str]:
+        env = {**os.environ, "ZDEBUG_HOME": str(tmp_path), "_ZDEBUG_COMPLETE": "complete_bash"}
+        env |= {"COMP_WORDS": line, "COMP_CWORD": str(len(line.split(" ")) - 1)}
+        zdebug = str(Path(sys.executable).with_name("zdebug"))
+        return subprocess.run([zdebug], env=env, capture_output=True, text=True, check=True).stdout.split()
+
+    assert complete("zdebug diagnose ") == ["latest", "20261202-010101-bbbb0002", "20261201-010101-aaaa0001"]
+    assert complete("zdebug status 20261201") == ["20261201-010101-aaaa0001"]
+    assert complete("zdebug playbook st") == ["stall-alert", "straggler-tail"]

@@ -102,7 +102,7 @@ def _status(stage_rates: list[float], in_flight=8) -> pd.DataFrame:
             }
         )
     rows.append({**rows[-1], "ts": rows[-1]["ts"] + 5, "queue_depth": 0, "in_flight": 1, "items": items + 1})
-    return frame(rows, STATUS_COLUMNS + ["items"])
+    return frame(rows, STATUS_COLUMNS)
 
 
 def test_cliff_inside_a_stage_not_the_tail():

@@ -110,7 +110,7 @@ def test_evidence_diff_finds_each_kind_of_difference(tmp_path):
     b.workers.loc[0, "last_seen_ago"] = None
     b.stages[0].end_ts = None
     b.crashes[0] = dataclasses.replace(b.crashes[0], line=(b.crashes[0].line or 0) + 1)
-    b.log_facts["status_exec"][-1] = (*b.log_facts["status_exec"][-1][:-1], -1)
+    b.log_facts.status_exec[-1] = b.log_facts.status_exec[-1]._replace(alive=-1)
     b.worker_events = b.worker_events[:-1]
     b.counters["x"] = 1.0
     b.progress_time = (a.progress_time or 0.0) + 1
@@ -120,7 +120,7 @@ def test_evidence_diff_finds_each_kind_of_difference(tmp_path):
         "workers[0].last_seen_ago",
         "stages[0].end_ts",
         "crashes[0].line",
-        "log_facts['status_exec'][",
+        "log_facts.status_exec[",
         "worker_events: ",
         "counters: key 'x' only in b",
         "progress_time",

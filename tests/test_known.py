@@ -94,9 +94,9 @@ def test_older_line_forms_are_read(tmp_path):
     assert (row["completed"], row["total"], row["queue_depth"], row["registered"]) == (0, 4839, 4839, 488)
     assert row["ts"] == pytest.approx(1771552236.139)
     facts = ev.log_facts
-    assert [f[1:] for f in facts["worker_group"]] == [(512, 512, 1376)]
-    assert facts["rpc_retry"][0][2:5] == ("run_pipeline", 1, 5)
-    assert facts["connect_error"][0][1] == "zephyr--ab-p0-workers-a0-3:0"
+    assert [f[1:] for f in facts.worker_group] == [(512, 512, 1376)]
+    assert facts.rpc_retry[0][2:5] == ("run_pipeline", 1, 5)
+    assert facts.connect_error[0].worker == "zephyr--ab-p0-workers-a0-3:0"
     assert not ev.warnings
 
 

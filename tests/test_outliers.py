@@ -70,7 +70,7 @@ def make(attempts, smp=(), workers=None, state="succeeded", now=None, stages=Non
         attempts=frame(attempts, ATTEMPT_COLUMNS),
         samples=frame(list(smp), SAMPLE_COLUMNS),
         workers=frame(workers, WORKER_COLUMNS),
-        status=frame(list(status), STATUS_COLUMNS + ["items"]),
+        status=frame(list(status), STATUS_COLUMNS),
         config={"heartbeat_interval": HB, "heartbeat_timeout": 120.0, **config},
     )
 
@@ -227,7 +227,7 @@ def coordinator_only(items_while_alone, n=200, workers=20, median=50.0, alone_s=
         source="test",
         now=T0 + t,
         state="running",
-        status=frame(rows, STATUS_COLUMNS + ["items"]),
+        status=frame(rows, STATUS_COLUMNS),
         stages=[StageInfo("s0", 0, n, start_ts=T0)],
         config={"heartbeat_interval": HB},
     )

@@ -120,3 +120,25 @@ def test_user_counters_of_the_real_capture_are_job_wide_totals():
     assert stage.stage == "stage0-Map" and stage.done == 30 and all(stage.counter(n) is None for n in want)
     assert all(c.shards == 0 for s in run.stages for c in s.counters)  # no per-shard data anywhere
     assert not [f for f in findings("counters") if f.kind in counters.KINDS]
+
+
+@functools.cache
+def analysis(name: str):
+    return analyze(load(str(CAPTURES / name)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_succeeded_capture_counts_every_shard_done(name):
+    """Its get_status snapshot predates the last shards' `done` lines: the counts follow the end."""
+    a = analysis(name)
+    if a.state == "succeeded":
+        assert (a.progress.completed, a.progress.in_flight) == (a.progress.total, 0)
+        assert a.pool.registered > 0, "a finished job's pool was counted from an empty snapshot"
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("part", ["", "coordinator.log"])
+def test_counts_never_exceed_the_stage(name, part):
+    """A stale status line's queue is capped by what is left: done + in flight + queued <= total."""
+    p = analyze(load(str(CAPTURES / name / part))).progress
+    assert p.completed + p.in_flight + p.queue_depth <= p.total, p

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,6 +41,7 @@ STATUS_COLUMNS = [
     "alive",
     "registered",
     "dead",
+    "items",  # the status line's items= (NaN where the source has no such count)
 ]
 
 # One row per shard attempt. outcome: done | failed | requeued | running | stale.
@@ -188,6 +189,82 @@ class SourceRead:
         return {k: v for k, v in vars(self).items() if v is not None}
 
 
+# Facts of single coordinator log lines the tables do not hold (the known failure modes read them).
+class StatusExec(NamedTuple):
+    """A status line naming its execution: the execution id and the alive workers it counts."""
+
+    ts: float
+    exec: str | None
+    alive: int | None
+
+
+class StageStart(NamedTuple):
+    """`Starting stage …` of one execution."""
+
+    ts: float
+    exec: str | None
+    stage: str
+
+
+class RpcRetry(NamedTuple):
+    """`Operation … failed (attempt N/MAX), retrying`."""
+
+    ts: float
+    op: str
+    method: str
+    n: int
+    max_attempts: int
+    error: str
+
+
+class ConnectError(NamedTuple):
+    """A worker failing to reach the coordinator."""
+
+    ts: float
+    worker: str | None
+
+
+class WorkerGroup(NamedTuple):
+    """`Starting worker group: N workers (max_workers=M, num_shards=S)`."""
+
+    ts: float
+    workers: int
+    max_workers: int
+    shards: int
+
+
+LogFact = StatusExec | StageStart | RpcRetry | ConnectError | WorkerGroup
+
+
+@dataclass
+class LogFacts:
+    """The log-line facts of one job, each kind in log order."""
+
+    status_exec: list[StatusExec] = field(default_factory=list)
+    stage_start: list[StageStart] = field(default_factory=list)
+    rpc_retry: list[RpcRetry] = field(default_factory=list)
+    connect_error: list[ConnectError] = field(default_factory=list)
+    worker_group: list[WorkerGroup] = field(default_factory=list)
+
+    def add(self, fact: LogFact, runs: bool = False) -> None:
+        """Append `fact` to its kind's list. `runs`: of consecutive facts equal but for the time only
+        the first and the last are kept (one per status line is too many)."""
+        facts: list = getattr(self, _FACT_FIELD[type(fact)])
+        if runs and len(facts) >= 2 and facts[-1][1:] == fact[1:] and facts[-2][1:] == fact[1:]:
+            facts[-1] = fact
+        else:
+            facts.append(fact)
+
+
+_FACT_FIELD = {
+    StatusExec: "status_exec",
+    StageStart: "stage_start",
+    RpcRetry: "rpc_retry",
+    ConnectError: "connect_error",
+    WorkerGroup: "worker_group",
+}
+
+
 @dataclass
 class Evidence:
     """Everything one source knows about one job."""
@@ -216,9 +293,7 @@ class Evidence:
     # (ts, worker, event) for "registered", "reregistered", "heartbeat-timeout" (worker churn), in time order
     worker_events: list[tuple[float, str, str]] = field(default_factory=list)
 
-    # Facts of single log lines the tables do not hold, for the known failure modes (analyze/known.py):
-    # name -> [(ts, ...)] in log order; names and tuple fields in sources/timeline.py `_fact` calls.
-    log_facts: dict[str, list[tuple]] = field(default_factory=dict)
+    log_facts: LogFacts = field(default_factory=LogFacts)  # single log lines' facts (known modes)
 
 
 EXECUTION_ID_RE = re.compile(r"^(?:[\w.-]+-)?\d{8}-\d{6}-[0-9a-f]{8}$")

@@ -138,12 +138,17 @@ WRAPPED_SHARE = 0.02  # lines of exactly the widest length, among all: a wrap, n
 WRAP_CONTRAST = 0.3  # how much more often a widest line than a shorter one is followed by a rest
 
 
+def _starts_record(line: str) -> bool:
+    """Whether `line` starts a log record (a known prefix), not the rest of a wrapped one."""
+    from zephyr_debug.zephyrlog import LINE_START_RE
+
+    return LINE_START_RE.match(("\n" + line).encode()) is not None
+
+
 def wrap_width(head: bytes) -> int | None:
     """The column a terminal (or `fold`) wrapped this text at, or None: the widest line length
     (in characters) is shared by many lines, and those are followed by a line that does not start
     a record (their rest) mostly, and more often than shorter lines are."""
-    from zephyr_debug.zephyrlog import LINE_START_RE
-
     lines = head.decode("utf-8", "replace").replace("\r\n", "\n").split("\n")[:-1]  # the last may be cut
     if len(lines) < 4:
         return None
@@ -151,7 +156,7 @@ def wrap_width(head: bytes) -> int | None:
     at = [i for i, line in enumerate(lines[:-1]) if len(line) == width]
     if width < MIN_WRAP or len(at) < 3 or len(at) < WRAPPED_SHARE * len(lines):
         return None
-    rest = [not LINE_START_RE.match(("\n" + line).encode()) for line in lines[1:]]  # not a record's start
+    rest = [not _starts_record(line) for line in lines[1:]]
     after_wide = sum(rest[i] for i in at) / len(at)
     after_short = sum(r for i, r in enumerate(rest) if len(lines[i]) < width) / max(1, len(rest) - len(at))
     # Wrapped: a wide line is mostly followed by its rest, and markedly more often than a shorter
@@ -162,8 +167,6 @@ def wrap_width(head: bytes) -> int | None:
 def unwrapped(path: Path, shown: str) -> Path:
     """`path`, or a scratch copy with each wrapped line joined to its rest (a line of exactly the
     wrap width followed by one that does not start a record), noted for the reader."""
-    from zephyr_debug.zephyrlog import LINE_START_RE
-
     with open(path, "rb") as fh:
         width = wrap_width(fh.read(WRAP_SAMPLE))
         if width is None:
@@ -175,7 +178,7 @@ def unwrapped(path: Path, shown: str) -> Path:
             held: str | None = None
             for raw in fh:
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                if held and len(held) % width == 0 and not LINE_START_RE.match(("\n" + line).encode()):
+                if held and len(held) % width == 0 and not _starts_record(line):
                     held += line
                     joined += 1
                     continue

@@ -316,11 +316,11 @@ FAILURE_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 STAGE_INDEX_RE = re.compile(r"^stage(\d+)-")  # a stage name's `stageN-` prefix: its index
 RETURNCODE_RE = re.compile(r"returncode (-?\d+)|exited with code (-?\d+)")
-# The shard a fatal_error names (task abort, infra abort, and their older forms).
+# The shard a fatal_error names (task abort, infra abort, and their older forms); `task` is set
+# for a task abort (FATAL_TASK: out of task attempts), not an infra one.
 ABORT_SHARD_RE = re.compile(
-    r"Shard (?P<shard>\d+) (?:failed \d+ times|has failed|crashed its worker|has been in flight)"
+    r"Shard (?P<shard>\d+) (?:(?P<task>(?:has )?failed \d+ times)|has failed|crashed its worker|has been in flight)"
 )
-TASK_ABORT_RE = re.compile(r"Shard \d+ (?:failed|has failed) \d+ times")  # a task abort, not an infra one
 
 # -- line prefixes and time ----------------------------------------------------------------
 # Time parts a prefix pattern may name: Y (4-digit year), M (month number or `Nov`), D (day),

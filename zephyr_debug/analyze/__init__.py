@@ -1,1 +1,2 @@
-"""Analyzers: pure functions over `Evidence` returning plain dicts (the JSON contracts)."""
+"""Analyzers: functions over `Evidence` whose typed results (`analysis.Analysis`, `findings.Finding`)
+the commands render; `analysis.analyze` runs them once per job."""

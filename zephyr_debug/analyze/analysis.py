@@ -8,6 +8,7 @@ cost (idle and burned worker-hours, stage time held).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -205,105 +206,246 @@ def heartbeat_interval(ev: Evidence) -> float:
     return HEARTBEAT_INTERVAL_S
 
 
-def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = None, earlier=()) -> Analysis:
-    """The one analysis of `ev`; `target` is the evidence as the user named it (for next commands),
-    `earlier` the counter summaries of earlier runs to compare with (`sources.earlier.runs`)."""
+@dataclass
+class Context:
+    """What every finder reads: the evidence and the tables built from it once per analysis."""
+
+    ev: Evidence
+    th: Thresholds
+    hb: float  # heartbeat interval (s)
+    steps: Steps
+    shards: pd.DataFrame  # the shard table with outlier, speed and holder columns
+    prog: progress.Progress
+    pool: liveness.Pool
+    stats: pd.DataFrame  # per-stage statistics (`outliers.stage_stats`)
+    judged: pd.Series  # per shard row: its stage has enough finished peers to judge outliers
+    solo: dict  # stage -> its last shard's alone stretch (`progress.alone`), or None
+    idle: Callable[[str, float, float], float]  # idle worker-hours of a stage in [t0, t1]
+    frozen_s: float  # the current stage's items= frozen this long (0: under `frozen_need`)
+    frozen_need: float  # how long items= must freeze to count (`stuck_heartbeats` status lines)
+    earlier: list  # counter summaries of earlier runs
+    groups: list  # crash groups, biggest first
+    covered: set = field(default_factory=set)  # (stage, shard) a failure finding explains: set by `failures`
+
+    @property
+    def gone(self) -> bool:
+        """Every worker is dead: no running shard is late for a reason of its own."""
+        return self.pool.all_dead
+
+
+Finder = Callable[[Context, list[Finding]], list[Finding]]
+
+
+def context(ev: Evidence, th: Thresholds, target: str | None, earlier) -> Context:
     hb = heartbeat_interval(ev)
-    steps = Steps(target or ev.job, is_live(ev))
     shards = shardtable.build(ev, hb, th)
     prog = progress.latest(ev, shards)
-    tail = tuple(episodes(ev))
-    pool = liveness.pool(ev)
     stats = outliers.stage_stats(shards, {s.name: s.total for s in ev.stages}, progress.queue_empty(ev, prog), th)
     shards = outliers.held(shards, stats, ev.now)
     shards = liveness.add_holders(speed.add_speed(shards, stats), ev)
-    held_enough = shards["held_s"] >= th.min_held_heartbeats * shards["tick_s"].fillna(0.0)
     judged = shards["stage"].map(stats["judged"]).fillna(False).astype(bool)
     shards["held_s"] = shards["held_s"].where(judged | ~shards["running"], 0.0)
-    idle = _idle_hours(ev)
-    groups = _crash_groups(ev)
-    found: list[Finding] = []
-    if pool.all_dead:
-        found.append(_all_dead(ev, pool, shards, steps, idle, prog))
-    solo = {
-        stage: progress.alone(ev, stage, stats["median_s"].get(stage, np.nan))
-        for stage in dict.fromkeys([*(s.name for s in ev.stages), *stats.index])
-    }
-    fail_findings, covered = failures.findings(ev, shards, groups, steps, th, hb, idle, solo)
-    found += fail_findings
     frozen = progress.frozen_items_s(ev, prog)
-    frozen_need = th.stuck_heartbeats * _status_period(ev, prog.stage, hb)
-    gone = pool.all_dead
-    sizes_from = "Zephyr's telemetry" if "finelog" in ev.provenance else ""
+    need = th.stuck_heartbeats * _status_period(ev, prog.stage, hb)
+    return Context(
+        ev=ev,
+        th=th,
+        hb=hb,
+        steps=Steps(target or ev.job, is_live(ev)),
+        shards=shards,
+        prog=prog,
+        pool=liveness.pool(ev),
+        stats=stats,
+        judged=judged,
+        solo={
+            stage: progress.alone(ev, stage, stats["median_s"].get(stage, np.nan))
+            for stage in dict.fromkeys([*(s.name for s in ev.stages), *stats.index])
+        },
+        idle=_idle_hours(ev),
+        frozen_s=frozen if frozen >= need else 0.0,
+        frozen_need=need,
+        earlier=list(earlier),
+        groups=_crash_groups(ev),
+    )
+
+
+def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = None, earlier=()) -> Analysis:
+    """The one analysis of `ev`; `target` is the evidence as the user named it (for next commands),
+    `earlier` the counter summaries of earlier runs to compare with (`sources.earlier.runs`)."""
+    ctx = context(ev, th, target, earlier)
+    found: list[Finding] = []
+    for finder in FINDERS:
+        found = finder(ctx, found)
+    found.sort(
+        key=lambda f: (SEVERITIES.index(f.severity), -f.cost.worker_hours, -f.cost.held_s, -(f.elapsed_s or 0.0))
+    )
+    found = [replace(f, saving=saving.saving(ev, f, th)) for f in found]
+    return Analysis(
+        job=ev.job,
+        target=ctx.steps.target,
+        state=ev.state,
+        source=ev.source,
+        headline=progress.headline(ev, ctx.prog, ctx.pool, ctx.shards, found),
+        progress=ctx.prog,
+        pool=ctx.pool,
+        stages=_stage_rows(ev, ctx.stats),
+        tail=tuple(episodes(ev)),
+        findings=tuple(found),
+        crash_groups=tuple(ctx.groups),
+        heartbeat_interval_s=ctx.hb,
+        thresholds=th,
+        warnings=tuple(ev.warnings),
+        next=tuple(dict.fromkeys(step for f in found if f.severity != INFO for step in f.next[:1])),
+        coverage=coverage.judge(ev, ctx.prog, ctx.steps.target, ctx.steps.live),
+    )
+
+
+# -- finders: each takes the findings so far and returns them with its own -------------------------
+# What one finding suppresses, stated once:
+# - a shard a failure finding explains (`ctx.covered`) is neither a straggler nor a dead holder;
+# - with every worker dead (`ctx.gone`) no running shard is a straggler, a solo tail or a dead holder;
+# - a running shard whose holder is dead is a dead holder, not a straggler;
+# - a stage with a problem finding gets no solo-tail finding; a frozen stage needs no straggler or
+#   crash loop in flight to explain it; a slow worker already named by a straggler is not repeated;
+# - a failed job's abort marks the finding it names (else an `aborted` finding of its own);
+# - a known failure mode absorbs the findings it attaches (`known.findings`).
+def _all_dead(ctx: Context, found: list[Finding]) -> list[Finding]:
+    if not ctx.gone:
+        return found
+    ev, pool, shards, prog = ctx.ev, ctx.pool, ctx.shards, ctx.prog
+    stage = prog.stage or failures.current_stage(ev, shards) or "?"
+    waiting = shards[~shards["done"].to_numpy(dtype=bool) & (shards["stage"] == stage)] if len(shards) else shards
+    lines = list(pool.all_dead_evidence)
+    if len(waiting):
+        names = ", ".join(str(int(s)) for s in waiting["shard"].head(failures.MAX_LISTED))
+        lines.append(f"{len(waiting)} unfinished shard(s) of {stage} with no worker to run them: {names}")
+        dead = waiting[waiting["worker"].notna()]
+        if len(dead):
+            lines.append("their last holders: " + ", ".join(sorted({str(w) for w in dead["worker"]})[:5]))
+    held = max(0.0, ev.now - (ev.progress_time or ev.now))
+    counts = f" ({prog.completed}/{prog.total} complete)" if prog.total else ""
+    return [
+        *found,
+        Finding(
+            kind="all-workers-dead",
+            causes=("all-workers-dead",),
+            severity=ERROR,
+            stage=stage,
+            title=f"no worker is alive: {stage} cannot finish{counts}",
+            evidence=tuple(lines),
+            next=tuple(ctx.steps.for_workers("all-workers-dead")),
+            cost=Cost(held_s=held),
+        ),
+    ]
+
+
+def _failures(ctx: Context, found: list[Finding]) -> list[Finding]:
+    more, ctx.covered = failures.findings(ctx.ev, ctx.shards, ctx.groups, ctx.steps, ctx.th, ctx.hb, ctx.idle, ctx.solo)
+    return [*found, *more]
+
+
+def _stragglers(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """Outlier shards that held their stage long enough, and shards stuck now (stuck needs no peers)."""
+    shards, th, hb = ctx.shards, ctx.th, ctx.hb
+    held_enough = shards["held_s"] >= th.min_held_heartbeats * shards["tick_s"].fillna(0.0)
     stalled_now = (
         shards["running"].to_numpy(dtype=bool)
         & shards["holder_alive"].to_numpy(dtype=bool)
         & (shards["plateau_now_s"].to_numpy(dtype=float) >= th.stuck_heartbeats * hb)
-    )  # stuck needs no peers
-    for r in shards[(shards["outlier"].fillna(False).astype(bool) & held_enough & judged) | stalled_now].itertuples():
+    )
+    sizes_from = "Zephyr's telemetry" if "finelog" in ctx.ev.provenance else ""
+    out = list(found)
+    for r in shards[
+        (shards["outlier"].fillna(False).astype(bool) & held_enough & ctx.judged) | stalled_now
+    ].itertuples():
         if (
-            (r.stage, int(r.shard)) in covered
-            or (gone and r.running)
+            (r.stage, int(r.shard)) in ctx.covered
+            or (ctx.gone and r.running)
             or (r.running and r.holder_known and not r.holder_alive)
         ):
-            continue  # explained by a failure, the dead pool, or its dead holder
-        st = stats.loc[r.stage] if r.stage in stats.index else pd.Series(np.nan, index=outliers.STAGE_STATS)
+            continue
+        st = ctx.stats.loc[r.stage] if r.stage in ctx.stats.index else pd.Series(np.nan, index=outliers.STAGE_STATS)
         view = causes.StageView(
             st["median_s"],
             st["p99_s"],
             st["cut_s"],
             int(np.nan_to_num(st["peers"])),
-            frozen if r.stage == prog.stage and frozen >= frozen_need else 0.0,
-            solo.get(r.stage),
+            ctx.frozen_s if r.stage == ctx.prog.stage else 0.0,
+            ctx.solo.get(r.stage),
             sizes_from,
         )
-        cost = Cost(held_s=float(r.held_s), idle_worker_hours=idle(r.stage, float(r.expected_end), float(r.end)))
-        found.append(causes.straggler(r, view, hb, th, steps, cost))
-    if not gone:
-        found += _solo_tails(
-            ev, shards, solo, {f.stage for f in found if f.stage and f.severity != INFO}, hb, th, steps, idle
+        cost = Cost(held_s=float(r.held_s), idle_worker_hours=ctx.idle(r.stage, float(r.expected_end), float(r.end)))
+        out.append(causes.straggler(r, view, hb, th, ctx.steps, cost))
+    return out
+
+
+def _solo_tails(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """Stages whose status lines show one shard alone in flight for longer than `alone_shards`
+    typical runs, that no shard-level finding explains (a coordinator-only log)."""
+    if ctx.gone:
+        return found
+    shards, th, hb = ctx.shards, ctx.th, ctx.hb
+    explained = {f.stage for f in found if f.stage and f.severity != INFO}
+    out = list(found)
+    for stage, al in ctx.solo.items():
+        if (
+            al is None
+            or stage in explained
+            or not al.shard_s > 0
+            or al.seconds < th.alone_shards * al.shard_s
+            or al.seconds < th.min_held_heartbeats * al.line_period(hb)
+        ):
+            continue
+        seen = shards["running"].to_numpy(dtype=bool) | shards["done"].to_numpy(dtype=bool) if len(shards) else []
+        mine = (
+            shards[seen & (shards["stage"] == stage) & (shards["end"] >= al.end - 2 * al.line_period(hb))]
+            if len(shards)
+            else shards
         )
-    stragglers = [f for f in found if f.kind in causes.STRAGGLER_KINDS]
+        one = mine.iloc[0] if len(mine) == 1 else None
+        shard = int(one["shard"]) if one is not None else None
+        worker = one["worker"] if one is not None and isinstance(one["worker"], str) else None
+        cost = Cost(held_s=al.seconds, idle_worker_hours=ctx.idle(stage, al.start, al.end))
+        out.append(causes.solo_tail(stage, al, shard, worker, hb, th, ctx.steps, cost))
+    return out
+
+
+def _frozen_stage(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """No shard in flight moved items= and not one finished, with no straggler or crash loop to say why."""
+    prog = ctx.prog
+    if not ctx.frozen_s or ctx.gone:
+        return found
     looping = {s for f in found if f.kind in CRASH_LOOP_KINDS and f.stage == prog.stage for s in f.all_shards}
-    explained = bool(looping) and len(looping) >= prog.in_flight  # the shards in flight are in a crash loop
-    still = progress.frozen_items_s(ev, prog, completions=True) if frozen >= frozen_need else 0.0
-    if still >= frozen_need and not any(f.stage == prog.stage for f in stragglers) and not gone and not explained:
-        found.append(causes.frozen_stage(prog, still, hb, steps))  # no shard in flight moved: not one finished
-    if not gone:
-        found += _dead_holders(ev, shards, covered, steps, hb)
-    found += speed.slow_workers(shards, stats, {f.worker for f in stragglers if f.worker}, th)
-    if ev.state == "failed":
-        found = _aborted(ev, prog, steps, found)
-    stall = progress.stalled(ev, th.stall_s)
-    if stall is not None:
-        found.append(stall)
-    found += counters.findings(ev, steps, found, earlier=list(earlier), shards=shards) + churn.findings(
-        ev, steps, found
-    )
-    found = known.findings(ev, found, steps)
-    found.sort(
-        key=lambda f: (SEVERITIES.index(f.severity), -f.cost.worker_hours, -f.cost.held_s, -(f.elapsed_s or 0.0))
-    )
-    rows = _stage_rows(ev, stats)
-    found = [replace(f, saving=saving.saving(ev, f, th)) for f in found]
-    return Analysis(
-        job=ev.job,
-        target=steps.target,
-        state=ev.state,
-        source=ev.source,
-        headline=progress.headline(ev, prog, pool, shards, found),
-        progress=prog,
-        pool=pool,
-        stages=rows,
-        tail=tail,
-        findings=tuple(found),
-        crash_groups=tuple(groups),
-        heartbeat_interval_s=hb,
-        thresholds=th,
-        warnings=tuple(ev.warnings),
-        next=tuple(dict.fromkeys(step for f in found if f.severity != INFO for step in f.next[:1])),
-        coverage=coverage.judge(ev, prog, steps.target, steps.live),
-    )
+    if looping and len(looping) >= prog.in_flight:  # the shards in flight are in a crash loop
+        return found
+    if any(f.stage == prog.stage for f in found if f.kind in causes.STRAGGLER_KINDS):
+        return found
+    still = progress.frozen_items_s(ctx.ev, prog, completions=True)
+    if still < ctx.frozen_need:
+        return found
+    return [*found, causes.frozen_stage(prog, still, ctx.hb, ctx.steps)]
+
+
+def _slow_workers(ctx: Context, found: list[Finding]) -> list[Finding]:
+    named = {f.worker for f in found if f.kind in causes.STRAGGLER_KINDS and f.worker}
+    return [*found, *speed.slow_workers(ctx.shards, ctx.stats, named, ctx.th)]
+
+
+def _stalled(ctx: Context, found: list[Finding]) -> list[Finding]:
+    stall = progress.stalled(ctx.ev, ctx.th.stall_s)
+    return found if stall is None else [*found, stall]
+
+
+def _counters(ctx: Context, found: list[Finding]) -> list[Finding]:
+    return [*found, *counters.findings(ctx.ev, ctx.steps, found, earlier=ctx.earlier, shards=ctx.shards)]
+
+
+def _churn(ctx: Context, found: list[Finding]) -> list[Finding]:
+    return [*found, *churn.findings(ctx.ev, ctx.steps, found)]
+
+
+def _known(ctx: Context, found: list[Finding]) -> list[Finding]:
+    return known.findings(ctx.ev, found, ctx.steps)
 
 
 def _status_period(ev: Evidence, stage: str, hb: float) -> float:
@@ -347,79 +489,25 @@ def _idle_hours(ev: Evidence):
     return idle
 
 
-def _solo_tails(
-    ev: Evidence, shards: pd.DataFrame, solo: dict, explained: set, hb: float, th: Thresholds, steps: Steps, idle
-) -> list[Finding]:
-    """Stages whose status lines show one shard alone in flight for longer than `alone_shards`
-    typical runs, that no shard-level finding explains (a coordinator-only log)."""
-    out = []
-    for stage, al in solo.items():
-        if (
-            al is None
-            or stage in explained
-            or not al.shard_s > 0
-            or al.seconds < th.alone_shards * al.shard_s
-            or al.seconds < th.min_held_heartbeats * al.line_period(hb)
-        ):
-            continue
-        seen = shards["running"].to_numpy(dtype=bool) | shards["done"].to_numpy(dtype=bool) if len(shards) else []
-        mine = (
-            shards[seen & (shards["stage"] == stage) & (shards["end"] >= al.end - 2 * al.line_period(hb))]
-            if len(shards)
-            else shards
-        )
-        one = mine.iloc[0] if len(mine) == 1 else None
-        shard = int(one["shard"]) if one is not None else None
-        worker = one["worker"] if one is not None and isinstance(one["worker"], str) else None
-        cost = Cost(held_s=al.seconds, idle_worker_hours=idle(stage, al.start, al.end))
-        out.append(causes.solo_tail(stage, al, shard, worker, hb, th, steps, cost))
-    return out
-
-
-def _all_dead(
-    ev: Evidence, pool: liveness.Pool, shards: pd.DataFrame, steps: Steps, idle, prog: progress.Progress
-) -> Finding:
-    stage = prog.stage or failures.current_stage(ev, shards) or "?"
-    waiting = shards[~shards["done"].to_numpy(dtype=bool) & (shards["stage"] == stage)] if len(shards) else shards
-    lines = list(pool.all_dead_evidence)
-    if len(waiting):
-        names = ", ".join(str(int(s)) for s in waiting["shard"].head(failures.MAX_LISTED))
-        lines.append(f"{len(waiting)} unfinished shard(s) of {stage} with no worker to run them: {names}")
-        dead = waiting[waiting["worker"].notna()]
-        if len(dead):
-            lines.append("their last holders: " + ", ".join(sorted({str(w) for w in dead["worker"]})[:5]))
-    held = max(0.0, ev.now - (ev.progress_time or ev.now))
-    counts = f" ({prog.completed}/{prog.total} complete)" if prog.total else ""
-    return Finding(
-        kind="all-workers-dead",
-        causes=("all-workers-dead",),
-        severity=ERROR,
-        stage=stage,
-        title=f"no worker is alive: {stage} cannot finish{counts}",
-        evidence=tuple(lines),
-        next=tuple(steps.for_workers("all-workers-dead")),
-        cost=Cost(held_s=held),
-    )
-
-
-def _dead_holders(ev: Evidence, shards: pd.DataFrame, covered: set, steps: Steps, hb: float) -> list[Finding]:
+def _dead_holders(ctx: Context, found: list[Finding]) -> list[Finding]:
     """Running shards whose holder is failed, or silent past the heartbeat timeout: one per worker.
     Zephyr requeues them itself at the heartbeat timeout: information while that is on time (a
     preemption cut at the moment of its requeue), a warning once the requeue is overdue by
     `REQUEUE_GRACE_HEARTBEATS` (or the holder's death is not dated)."""
+    ev, shards, steps = ctx.ev, ctx.shards, ctx.steps
+    if ctx.gone or ev.state not in ("running", "interrupted"):
+        return found
     timeout = liveness.heartbeat_timeout(ev)
-    grace = REQUEUE_GRACE_HEARTBEATS * hb
+    grace = REQUEUE_GRACE_HEARTBEATS * ctx.hb
     declared = {w: ts for ts, w, event in ev.worker_events if event == "heartbeat-timeout"}  # the last, per worker
-    if ev.state not in ("running", "interrupted"):
-        return []
     dead = shards[
         shards["running"].to_numpy(dtype=bool)
         & shards["holder_known"].to_numpy(dtype=bool)
         & ~shards["holder_alive"].to_numpy(dtype=bool)
     ]
-    out = []
+    out = list(found)
     for worker, rows in dead.groupby("worker", observed=True):
-        rows = rows[[(r.stage, int(r.shard)) not in covered for r in rows.itertuples()]]
+        rows = rows[[(r.stage, int(r.shard)) not in ctx.covered for r in rows.itertuples()]]
         if not len(rows):
             continue
         r = rows.iloc[0]
@@ -486,9 +574,12 @@ def abort_cause(ev: Evidence, found: list[Finding]) -> Finding | None:
     )
 
 
-def _aborted(ev: Evidence, prog: progress.Progress, steps: Steps, found: list[Finding]) -> list[Finding]:
+def _aborted(ctx: Context, found: list[Finding]) -> list[Finding]:
     """The abort is the outcome of one root cause: that finding says so (`aborted_pipeline`);
     an `aborted` finding of its own only when no finding is the cause the abort line states."""
+    ev, prog, steps = ctx.ev, ctx.prog, ctx.steps
+    if ev.state != "failed":
+        return found
     lines = (ev.fatal_error or "unknown reason").strip().splitlines()
     cause = abort_cause(ev, found)
     if cause is not None:
@@ -510,6 +601,23 @@ def _aborted(ev: Evidence, prog: progress.Progress, steps: Steps, found: list[Fi
             metrics=(("aborted_pipeline", True),),
         ),
     ]
+
+
+# The order is the suppression order above: each finder sees what the ones before it found.
+FINDERS: tuple[Finder, ...] = (
+    _all_dead,
+    _failures,
+    _stragglers,
+    _solo_tails,
+    _frozen_stage,
+    _dead_holders,
+    _slow_workers,
+    _aborted,
+    _stalled,
+    _counters,
+    _churn,
+    _known,
+)
 
 
 def _stage_rows(ev: Evidence, stats: pd.DataFrame) -> tuple[StageRow, ...]:

@@ -283,14 +283,18 @@ def solo_tail(
         )
         kind = "data-skew"
     else:
-        lines.append(
-            "cause undetermined: "
-            + (
-                "no item counts in the status lines"
-                if solo.rate != solo.rate
-                else "a low item rate: a slow worker or expensive records"
+        if solo.rate != solo.rate:
+            why = "no item counts in the status lines"
+        elif solo.rate == 0:  # unmoved, but a typical shard would not have moved the printed count yet
+            why = (
+                f"items= is printed in steps of {solo.step:,.0f} and a typical shard moves it by only "
+                f"{solo.shard_rate * solo.seconds:,.0f} in {solo.seconds:.0f}s: a stall and slow progress "
+                "look the same until then"
             )
-            + "; worker lines or Zephyr's telemetry (--finelog) name the shard and tell"
+        else:
+            why = "a low item rate: a slow worker or expensive records"
+        lines.append(
+            f"cause undetermined: {why}; worker lines or Zephyr's telemetry (--finelog) name the shard and tell"
         )
         kind = "undetermined"
     if shard is None:

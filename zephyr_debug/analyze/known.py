@@ -18,7 +18,7 @@ from zephyr_debug.analyze.liveness import OOM_EXIT, heartbeat_timeout, oom_kille
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.findings import ERROR, INFO, WARNING, Cost, Finding
 from zephyr_debug.model import MAX_SHARD_FAILURES, NO_WORKERS_TIMEOUT_S, Evidence
-from zephyr_debug.zephyrlog import ABORT_SHARD_RE, TASK_ABORT_RE
+from zephyr_debug.zephyrlog import ABORT_SHARD_RE
 
 PLAYBOOK = "zdebug playbook known-modes"
 FAIL_LOOP_INFRA = 3  # infra failures of one unfinished shard: a fail loop (#4575)
@@ -216,7 +216,7 @@ def deser_heartbeat(ev: Evidence, found: list[Finding]) -> Match | None:
 def stale_coordinator(ev: Evidence, found: list[Finding]) -> Match | None:
     """#3705 / #4199: an older execution's coordinator still running (no live workers) beside a newer one."""
     runs: dict[str, list] = {}
-    for ts, ex, alive in ev.log_facts.get("status_exec", []):
+    for ts, ex, alive in ev.log_facts.status_exec:
         if ex is not None:
             runs.setdefault(ex, []).append((ts, alive))
     if len(runs) < 2:
@@ -358,7 +358,7 @@ def dispatch_stall(ev: Evidence, found: list[Finding]) -> Match | None:
         f"{int(last['queue_depth'])} queued with {int(workers[-1])} workers for {hours:.1f} h: nothing is "
         "handed out"
     ]
-    for _, n, most, shards in ev.log_facts.get("worker_group", [])[-1:]:
+    for _, n, most, shards in ev.log_facts.worker_group[-1:]:
         lines.append(f"'Starting worker group: {n} workers (max_workers={most}, num_shards={shards})'")
     return Match(
         "marin#2943",
@@ -379,7 +379,7 @@ def duplicate_execution(ev: Evidence, found: list[Finding]) -> Match | None:
     """#3459: the same execution's stage started twice on one coordinator (run_pipeline retried)."""
     seen: dict[tuple, float] = {}
     again = None
-    for ts, ex, stage in ev.log_facts.get("stage_start", []):
+    for ts, ex, stage in ev.log_facts.stage_start:
         if (ex, stage) in seen and again is None:
             again = (ts, ex, stage, seen[(ex, stage)])
         seen.setdefault((ex, stage), ts)
@@ -390,7 +390,7 @@ def duplicate_execution(ev: Evidence, found: list[Finding]) -> Match | None:
         f"marin#3459: {stage} of {ex or 'this execution'} started twice ({ts - first:.0f}s apart): two "
         "executions run interleaved on one coordinator and worker pool"
     ]
-    retries = [r for r in ev.log_facts.get("rpc_retry", []) if r[2] == "run_pipeline" and r[0] <= ts]
+    retries = [r for r in ev.log_facts.rpc_retry if r.method == "run_pipeline" and r.ts <= ts]
     for t, op, _, n, most, error in retries[-1:]:
         lines.append(
             f"{ts - t:.0f}s before: 'Operation …{op[-40:]}.run_pipeline failed (attempt {n}/{most}), retrying: {error}'"
@@ -408,15 +408,15 @@ def duplicate_execution(ev: Evidence, found: list[Finding]) -> Match | None:
 
 def workers_after_exit(ev: Evidence, found: list[Finding]) -> Match | None:
     """#4079: worker tasks still failing to reach a coordinator that already exited."""
-    lines_seen = ev.log_facts.get("status_exec", [])
+    lines_seen = ev.log_facts.status_exec
     if not lines_seen:
         return None
-    end = lines_seen[-1][0]  # the coordinator's last status line (not a later get_status)
-    late = [(t, w) for t, w in ev.log_facts.get("connect_error", []) if t > end + AFTER_EXIT_GRACE_S]
-    if len(late) < 2 or late[-1][0] - late[0][0] < AFTER_EXIT_SPAN_S:
+    end = lines_seen[-1].ts  # the coordinator's last status line (not a later get_status)
+    late = [e for e in ev.log_facts.connect_error if e.ts > end + AFTER_EXIT_GRACE_S]
+    if len(late) < 2 or late[-1].ts - late[0].ts < AFTER_EXIT_SPAN_S:
         return None
-    workers = {w for _, w in late if w}
-    span = late[-1][0] - late[0][0]
+    workers = {e.worker for e in late if e.worker}
+    span = late[-1].ts - late[0].ts
     lines = (
         f"marin#4079: {len(late)} 'ConnectError … No route to host' lines from {len(workers) or 'unnamed'} "
         f"worker(s) during {span / 60:.0f} min after the coordinator's last status line",
@@ -438,7 +438,7 @@ def preempt_abort(ev: Evidence, found: list[Finding]) -> Match | None:
     """#4990: a TASK abort whose last 'failure' was its worker's heartbeat timeout, with no task error."""
     fatal = ev.fatal_error or ""
     m = ABORT_SHARD_RE.search(fatal)
-    if ev.state != "failed" or m is None or not TASK_ABORT_RE.search(fatal):
+    if ev.state != "failed" or m is None or not m.group("task"):
         return None
     shard = int(m.group("shard"))
     a = ev.attempts

@@ -44,7 +44,7 @@ def pool(ev: Evidence) -> Pool:
     """Counts from get_status; from a log, its last status line (it counts every worker, the log
     names only some); else the worker list of a heartbeat source (a re-registered worker is one row)."""
     unfinished = ev.state in ("running", "interrupted", "failed")
-    if ev.live is not None:
+    if ev.live is not None and ev.live.workers:  # a snapshot listing no worker counts none
         states = [str(v.get("state")) for v in ev.live.workers.values()]
         alive = sum(s in ALIVE_STATES for s in states)
         counts = (alive, len(states) - alive, len(states), "get_status")
@@ -167,7 +167,7 @@ def _num(value, default: float | None = math.nan) -> float | None:
 
 def listing(ev: Evidence) -> list[dict]:
     """Every worker once: `{worker, state, last_seen_ago}` (get_status when there is one)."""
-    if ev.live is not None:
+    if ev.live is not None and ev.live.workers:  # a snapshot listing no worker counts none
         return [
             {"worker": w, "state": v.get("state"), "last_seen_ago": v.get("last_seen_ago")}
             for w, v in sorted(ev.live.workers.items())

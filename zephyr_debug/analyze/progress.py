@@ -44,7 +44,8 @@ class Progress:
 
 def latest(ev: Evidence, shards: pd.DataFrame | None = None) -> Progress:
     """The live get_status when there is one, else the last status row; a finished job's counts
-    come from its attempts (the status line is periodic); retries from the shard table."""
+    come from its attempts (the status line is periodic, a get_status snapshot may predate the
+    end); retries from the shard table."""
     if ev.live is not None:
         row = ev.live.to_dict()
     elif len(ev.status):
@@ -55,17 +56,20 @@ def latest(ev: Evidence, shards: pd.DataFrame | None = None) -> Progress:
         row = {"stage": "", "completed": 0, "total": 0, "in_flight": 0, "queue_depth": 0, "retries": 0}
     a = ev.attempts
     finished = ev.state in ("succeeded", "failed")
-    if finished and ev.live is None and ev.stages:
+    if finished and ev.stages:
         stage = ev.stages[-1]
         mine = a[a["stage"] == stage.name]
         done = int(mine.loc[mine["outcome"] == "done", "shard"].nunique())
         running = int((mine["outcome"] == "running").sum())
+        total = stage.total or _int(row["total"])
+        completed = max(done, _int(row["completed"]) if row["stage"] == stage.name else 0)
+        left = max(total - completed - running, 0)  # an older status line's queue cannot exceed what is left
         row.update(
             stage=stage.name,
-            total=stage.total or row["total"],
-            completed=max(done, row["completed"] if row["stage"] == stage.name else 0),
+            total=total,
+            completed=completed,
             in_flight=0 if ev.state == "succeeded" else running,
-            queue_depth=0 if ev.state == "succeeded" else row.get("queue_depth", 0),
+            queue_depth=0 if ev.state == "succeeded" else min(_int(row.get("queue_depth")), left),
         )
     retried, absorbed = _retries(shards)
     since = None if ev.progress_time is None or finished else max(ev.now - ev.progress_time, 0.0)

@@ -56,9 +56,15 @@ def empty() -> pd.DataFrame:
 def _num(frame: pd.DataFrame, col: str) -> pd.Series:
     if col not in frame:
         return pd.Series(np.nan, index=frame.index, dtype=float)
-    if pd.api.types.is_float_dtype(frame[col]):
-        return frame[col]
-    return pd.to_numeric(frame[col], errors="coerce").astype(float)
+    s = frame[col]
+    if pd.api.types.is_float_dtype(s):
+        return s
+    if pd.api.types.is_integer_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return s.astype(float)
+    try:  # an object column of numbers and None (NaN): numpy converts it in one pass
+        return pd.Series(s.to_numpy(dtype=float), index=s.index)
+    except (TypeError, ValueError):  # text among them: what is not a number is NaN
+        return pd.to_numeric(s, errors="coerce").astype(float)
 
 
 def _progress(ev: Evidence, hb: float, keys: _Keys, finished_items: pd.Series) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""Every knob of the diagnosis, in one place (the flags of `zdebug stragglers` set them)."""
+"""The straggler and cause knobs (the flags of `zdebug stragglers` set them); each known failure
+mode's own limits sit beside its rule in `known.py`."""
 
 from __future__ import annotations
 

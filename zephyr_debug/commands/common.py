@@ -28,14 +28,23 @@ JOB_FORMS = (
 )
 _JOB_HELP = "The job (default: latest). Forms: see `zdebug --help`."
 
+
+def complete_job(incomplete: str) -> list[str]:
+    """Shell completion of JOB: `latest` and the job store's execution ids, newest first."""
+    from zephyr_debug.jobstore import list_jobs
+
+    return [j for j in ("latest", *(p.name for p in reversed(list_jobs()))) if j.startswith(incomplete)]
+
+
 JSON = typer.Option(False, "--json", help="Print JSON instead of tables.")
-JOB = typer.Argument("latest", metavar="JOB", help=_JOB_HELP)
+JOB = typer.Argument("latest", metavar="JOB", help=_JOB_HELP, autocompletion=complete_job)
 # `JOB` or `--prometheus URL [--run ID]`: declare the three, then load `job_target(job, prometheus, run)`.
 JOB_OR_PROMETHEUS = typer.Argument(
     None,
     metavar="JOB",
     show_default=False,
     help="The job (default: latest; omit with --prometheus). Forms: see `zdebug --help`.",
+    autocompletion=complete_job,
 )
 PROMETHEUS = typer.Option(None, "--prometheus", metavar="URL", help="Read the run from this Prometheus instead.")
 RUN = typer.Option(None, "--run", metavar="EXEC_ID", help="With --prometheus: the run (default: the last to progress).")
@@ -171,11 +180,16 @@ def job_target(job: str | None, prometheus: str | None = None, run: str | None =
 def load_evidence(target: str, as_json: bool, finelog: str | None = None) -> Evidence:
     """Load evidence (with `--finelog URL`'s telemetry merged in); its warnings (skipped lines, ...)
     go to stderr unless JSON carries them."""
-    from zephyr_debug.render.output import clean, err_console
-    from zephyr_debug.render.warnings import capped
     from zephyr_debug.sources import load
 
-    ev = load(target, finelog)
+    return show_warnings(load(target, finelog), as_json)
+
+
+def show_warnings(ev: Evidence, as_json: bool) -> Evidence:
+    """`ev`, its warnings printed to stderr unless JSON carries them."""
+    from zephyr_debug.render.output import clean, err_console
+    from zephyr_debug.render.warnings import capped
+
     if not as_json:
         con = err_console()
         for warning in capped(ev.warnings):  # evidence names the files: no markup, no control sequences

@@ -8,7 +8,7 @@ import typer
 
 from zephyr_debug.commands.common import JSON, Default, examples
 
-DEFAULT_FAULTS = ["skew-shard:14:x8", "slow-worker:1:x6", "exception:2", "oom:5", "segfault:6", "kill-worker:2"]
+DEFAULT_FAULTS = ["skew-shard:14:x20", "slow-worker:1:x6", "exception:2", "oom:5", "segfault:6", "kill-worker:2"]
 # What the demo shows afterwards: zdebug subcommands run on the finished job.
 FOLLOW_UPS: list[list[str]] = [
     ["diagnose"],

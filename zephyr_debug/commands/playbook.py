@@ -9,6 +9,14 @@ import typer
 from zephyr_debug.commands.common import JSON, examples
 
 
+def _complete(incomplete: str) -> list[str]:
+    """Shell completion of NAME: the shipped playbooks' names."""
+    from zephyr_debug.playbooks import ROOT
+
+    names = sorted(p.name.removesuffix(".md") for p in ROOT.iterdir() if p.name.endswith(".md"))
+    return [n for n in names if n.startswith(incomplete)]
+
+
 def register(app: typer.Typer) -> None:
     @app.command(
         epilog=examples(
@@ -18,7 +26,9 @@ def register(app: typer.Typer) -> None:
         )
     )
     def playbook(
-        name: str = typer.Argument(None, metavar="NAME", help="Playbook name (or a unique part of it)."),
+        name: str = typer.Argument(
+            None, metavar="NAME", help="Playbook name (or a unique part of it).", autocompletion=_complete
+        ),
         as_json: bool = JSON,
     ) -> None:
         """List the playbooks, or show one: symptoms, commands, how to read them, the fix."""

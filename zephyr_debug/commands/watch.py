@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import typer
 
-from zephyr_debug.commands.common import FINELOG, JOB, JSON, TIMEOUT, examples, load_evidence
+from zephyr_debug.commands.common import FINELOG, JOB, JSON, TIMEOUT, examples, show_warnings
 from zephyr_debug.errors import UsageError, ZdebugError
 from zephyr_debug.findings import SCHEMA_VERSION
 
@@ -106,7 +107,8 @@ def register(app: typer.Typer) -> None:
 
         if metrics_port is not None and (once or as_json):
             raise UsageError("--metrics-port serves every refresh: it cannot go with --once or --json")
-        snap = snapshot(load_evidence(url, as_json, finelog), interval, url)
+        read = _reader(url, finelog)
+        snap = snapshot(show_warnings(read(), as_json), interval, url)
         if as_json:
             print_json(snap.to_json())
             return
@@ -123,7 +125,7 @@ def register(app: typer.Typer) -> None:
                     if snap.analysis.state != "running":
                         break
                     time.sleep(interval)
-                    snap = snapshot(_reload(url, snap, finelog), interval, url)
+                    snap = snapshot(_reload(read, snap, finelog), interval, url)
                     live.update(view.screen(snap), refresh=True)
         except KeyboardInterrupt:
             con.print("[dim]stopped watching[/]")
@@ -144,13 +146,27 @@ def _exporter(target: str, port: int | None, con) -> FindingsCollector | None:
     return collector
 
 
-def _reload(url: str, last: Snapshot, finelog: str | None) -> Evidence:
+def _reader(url: str, finelog: str | None) -> Callable[[], Evidence]:
+    """How each refresh reads the job: a plain log file only grows, so a refresh folds what was
+    appended since the last (`sources.follow`); anything else is loaded whole."""
+    from pathlib import Path
+
+    from zephyr_debug.sources import load
+    from zephyr_debug.sources.follow import LogFollower
+
+    path = Path(url)
+    if finelog is None and LogFollower.follows(path):
+        return LogFollower(path).evidence
+    return lambda: load(url, finelog)
+
+
+def _reload(read: Callable[[], Evidence], last: Snapshot, finelog: str | None) -> Evidence:
     """Fresh evidence (with `--finelog` telemetry); when the coordinator is gone, the job's record
     in the job store."""
     from zephyr_debug.sources import load
 
     try:
-        return load(url, finelog)
+        return read()
     except ZdebugError as exc:
         try:
             return load(last.analysis.job, finelog)

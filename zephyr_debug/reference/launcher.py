@@ -229,9 +229,10 @@ class Job:
                     for p in tree:
                         mem = p.memory_info()
                         if mem.rss > limit:
+                            name = p.name()  # before the kill: a killed process may be reaped at once
                             p.send_signal(signal.SIGKILL)
                             self.kernel_log.error(
-                                f"Out of memory: Killed process {p.pid} ({p.name()}) total-vm:{mem.vms >> 10}kB, "
+                                f"Out of memory: Killed process {p.pid} ({name}) total-vm:{mem.vms >> 10}kB, "
                                 f"anon-rss:{mem.rss >> 10}kB, limit:{limit >> 10}kB"
                             )
                             self.events.write(

@@ -3,22 +3,17 @@
 `target` is a live coordinator URL, an Iris job (`iris://HOST:PORT/<job-id>`), a run in
 Prometheus (`prometheus+URL?run=ID`), a job dir, Zephyr's telemetry in finelog
 (`finelog://HOST:PORT/<execution_id>`), an execution id (or unique prefix, or `latest`) in the
-job store, or a file / directory of other evidence. Content decides the format: each entry of
-`FILE_LOADERS` sniffs a path and returns Evidence or None.
+job store, or a file / directory of other evidence (`evidencedir`: content decides the format).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from zephyr_debug import jobstore, streams
 from zephyr_debug.errors import EvidenceError
 from zephyr_debug.model import Evidence
 from zephyr_debug.sources import evidencedir, finelog, iris, jobdir, live, prometheus
-
-# Loaders for evidence that is not a job dir (real Zephyr/Iris output, ...): tried in order.
-FILE_LOADERS: list[Callable[[Path], Evidence | None]] = [evidencedir.load]
 
 
 def load(target: str, finelog_url: str | None = None) -> Evidence:
@@ -46,10 +41,9 @@ def _load(target: str) -> tuple[str, Evidence]:
     if path.is_dir() and jobstore.is_job_dir(path):
         return "job-dir", jobdir.load(path)
     if path.exists():
-        for loader in FILE_LOADERS:
-            evidence = loader(path)
-            if evidence is not None:
-                return "zephyr-output", evidence
+        evidence = evidencedir.load(path)
+        if evidence is not None:
+            return "zephyr-output", evidence
         kind = "directory" if path.is_dir() else "file"
         raise EvidenceError(f"{target}: {kind} holds no evidence zdebug can read (no events.jsonl, no Zephyr logs)")
     return "job-dir", jobdir.load(jobstore.resolve_job(target))

@@ -18,8 +18,8 @@ from zephyr_debug.model import STATUS_COLUMNS
 STATUS_ROWS_PER_STAGE = 2_000  # binned (unpinned) rows kept per stage; render/report.py draws 1,500
 RECENT_ROWS = 64  # a stage's newest rows, always kept whole (the printed item resolution near the end)
 BLOCK_ROWS = 8_192  # status rows buffered, then compressed at once (per stage), before the next arrives
-# Status columns as the fold writes them (model.STATUS_COLUMNS but the stage, plus items=); None is NaN.
-STATUS_VALUES = (*(c for c in STATUS_COLUMNS if c != "stage"), "items")
+# Status columns as the fold writes them (model.STATUS_COLUMNS but the stage); None is NaN.
+STATUS_VALUES = tuple(c for c in STATUS_COLUMNS if c != "stage")
 NAN = math.nan
 _TS, _DONE, _TOTAL, _FLIGHT, _QUEUE, _RETRIES, _ALIVE, _REG, _DEAD, _ITEMS = range(len(STATUS_VALUES))
 _COUNTS = [_TOTAL, _ALIVE, _REG, _DEAD]  # a change of any is a change of state

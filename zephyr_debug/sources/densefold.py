@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zephyr_debug.model import StatusExec
 from zephyr_debug.sources.compact import STATUS_VALUES
 from zephyr_debug.sources.denseparse import DONE, EXECUTING, STATUS, DenseRows
 from zephyr_debug.sources.timeline import STATUS_FIELDS, Timeline
@@ -145,7 +146,7 @@ def _stages(tl: Timeline, rows: DenseRows, lo: int, hi: int, st: np.ndarray) -> 
     totals, named = rows.ints["total"][lo:hi][st], stage[st]
     for code in codes[np.argsort(first)].tolist():
         mine = totals[(named == code) & (totals > 0)]
-        tl._stage(rows.words[code], int(mine[-1]) if len(mine) else 0)
+        tl.stage(rows.words[code], int(mine[-1]) if len(mine) else 0)
 
 
 def _holders(tl: Timeline, rows: DenseRows, lo: int, hi: int, order, same, source: str) -> None:
@@ -170,7 +171,7 @@ def _holders(tl: Timeline, rows: DenseRows, lo: int, hi: int, order, same, sourc
         if w is not None and w.get("source") != source and w["last_seen"] is not None:
             for j in order[starts[g] : ends[g] + 1].tolist():  # its state came from another file: row by row
                 b = kind[j] == EXECUTING
-                tl._worker(name, float(ts[j]), state="busy" if b else "ready", shard=int(shard[j]) if b else None)
+                tl.worker(name, float(ts[j]), state="busy" if b else "ready", shard=int(shard[j]) if b else None)
         else:
             if w is None:
                 w = workers[name] = {"worker": name, "state": "ready", "last_seen": None, "shard": None}
@@ -201,9 +202,9 @@ def _status(tl: Timeline, rows: DenseRows, lo: int, hi: int, st: np.ndarray, dn:
         run_last = np.concatenate((change - 1, [len(st) - 1]))
         for a, b in zip(run_first, run_last, strict=True):
             fields = (_name(rows, exec_[a]), None if alive[a] < 0 else int(alive[a]))
-            tl._fact("status_exec", float(ts[st[a]]), *fields, runs=True)
+            tl.fact(StatusExec(float(ts[st[a]]), *fields), runs=True)
             if b != a:
-                tl._fact("status_exec", float(ts[st[b]]), *fields, runs=True)
+                tl.fact(StatusExec(float(ts[st[b]]), *fields), runs=True)
         stage, completed = rows.stage[idx], rows.ints["completed"][idx]
         last = tl.status[-1] if tl.status else None
         prev_stage = np.concatenate(([-2], stage[:-1]))

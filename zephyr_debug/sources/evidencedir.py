@@ -258,7 +258,7 @@ def _overlay_status(ev: Evidence, status: JobStatus, file: Path) -> None:
         "registered": len(states),
         "dead": len(states) - alive,
     }
-    ev.status = frame(ev.status.to_dict("records") + [row], STATUS_COLUMNS + ["items"])
+    ev.status = frame(ev.status.to_dict("records") + [row], STATUS_COLUMNS)
     live = frame(
         [
             {"worker": wid, "state": w.get("state"), "last_seen_ago": w.get("last_seen_ago")}

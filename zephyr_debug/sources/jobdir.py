@@ -151,7 +151,7 @@ def load(job_dir: Path) -> Evidence:
                 shown = str(state)[:80]
                 ev.warnings.append(f"events.jsonl: job_end state {shown!r} is not one of {', '.join(JOB_STATES)}")
     ev.stages = sorted(stages.values(), key=lambda s: s.index)
-    ev.status = frame(status_rows, STATUS_COLUMNS + ["items"])
+    ev.status = frame(status_rows, STATUS_COLUMNS)
     ev.attempts = frame(list(attempts.values()), ATTEMPT_COLUMNS)
     ev.samples = frame(samples, SAMPLE_COLUMNS)
     if not ended:

@@ -148,9 +148,12 @@ def grep_hits(path: str) -> Iterator[Hit]:
         raise GrepFailed(path)
 
 
-def _reader(fd: int):
-    """`read(offset, size)` on an open file, for the text around a hit (tracebacks, dumps)."""
-    return lambda offset, size: os.pread(fd, size, offset)
+def _reader(fd: int, limit: int | None = None):
+    """`read(offset, size)` on an open file, for the text around a hit (tracebacks, dumps); with
+    `limit`, nothing at or past that offset (a growing file's incomplete last line)."""
+    if limit is None:
+        return lambda offset, size: os.pread(fd, size, offset)
+    return lambda offset, size: os.pread(fd, max(0, min(size, limit - offset)), offset)
 
 
 def _block(read, start: int, stop: int, line: bytes) -> bytes:
@@ -180,13 +183,20 @@ def scan_range(
 
 
 def range_hits(
-    path: str, start: int, end: int, lines: list[int], chunk_bytes: int = CHUNK_BYTES, rx: re.Pattern[bytes] = EVENT_RE
+    path: str,
+    start: int,
+    end: int,
+    lines: list[int],
+    chunk_bytes: int = CHUNK_BYTES,
+    rx: re.Pattern[bytes] = EVENT_RE,
+    limit: int | None = None,
 ) -> Iterator[Hit]:
     """The event lines that begin in [start, end) as they are found; their newlines are added to
-    `lines[0]`. Reads `chunk_bytes` at a time into one reused buffer, so each pass stays in cache."""
+    `lines[0]`. Reads `chunk_bytes` at a time into one reused buffer, so each pass stays in cache.
+    `limit`: the text around a hit stops there (`_reader`)."""
     buf = bytearray(chunk_bytes)
     with open(path, "rb", buffering=0) as fh:
-        read = _reader(fh.fileno())
+        read = _reader(fh.fileno(), limit)
         fh.seek(start)
         fill, pos = 0, start
         while pos < end:
@@ -264,11 +274,14 @@ def _in_order(task: Callable, jobs: list[tuple], procs: int) -> Iterator:
             yield result
 
 
-def dense_chunks(path: str, start: int, end: int, chunk_bytes: int = DENSE_CHUNK_BYTES) -> Iterator[DenseRows]:
-    """The lines that begin in [start, end) (line-aligned), parsed in bulk a chunk at a time."""
+def dense_chunks(
+    path: str, start: int, end: int, chunk_bytes: int = DENSE_CHUNK_BYTES, limit: int | None = None
+) -> Iterator[DenseRows]:
+    """The lines that begin in [start, end) (line-aligned), parsed in bulk a chunk at a time
+    (`limit`: the text around a hit stops there)."""
     with open(path, "rb", buffering=0) as fh:
         fd = fh.fileno()
-        read, pos, before = _reader(fd), start, 0
+        read, pos, before = _reader(fd, limit), start, 0
         while pos < end:
             buf = os.pread(fd, min(chunk_bytes, end - pos), pos)
             if not buf:
@@ -295,6 +308,12 @@ def dense_chunks(path: str, start: int, end: int, chunk_bytes: int = DENSE_CHUNK
 def dense_range(path: str, start: int, end: int) -> list[DenseRows]:
     """Every chunk of `dense_chunks` (a scanning process's task)."""
     return list(dense_chunks(path, start, end))
+
+
+def is_bare(path: Path) -> bool:
+    """Whether the file's head holds messages with no prefix (the slower pattern finds them)."""
+    with open(path, "rb") as fh:
+        return BARE_START_RE.search(sniff_head(fh)) is not None
 
 
 def _is_dense(path: Path) -> bool:
@@ -338,36 +357,59 @@ class LogScanner:
     def scan_file(self, path: Path, processes: int | None = None) -> None:
         """Large files go to grep when there is one (`processes` forces the Python scan)."""
         size = path.stat().st_size
-        with open(path, "rb") as fh:
-            bare = BARE_START_RE.search(sniff_head(fh)) is not None
+        bare = is_bare(path)
         if not bare and self.dense and processes is None and _is_dense(path):
-            self._dense(path, size)
+            for rows in _dense_scan(path, size):
+                self._dense(rows)
         elif bare or not (processes is None and size >= GREP_MIN_BYTES and self._grep(path)):
             base = 0  # messages with no prefix (`bare`): only the slower pattern finds them
             for hits, lines in _python_scan(path, size, processes, BARE_EVENT_RE if bare else EVENT_RE):
-                for offset, before, kw, line, block in hits:
-                    if kw:
-                        self._line(line, kw, base + before + 1, block, offset)
-                    else:
-                        self.long_lines += 1
+                self._hits(hits, base)
                 base += lines[0]
+        self.notes(path, size)
+
+    def scan_range(self, path: Path, start: int, end: int, base: int, bare: bool, limit: int) -> int:
+        """The lines that begin in [start, end) (line-aligned), `base` newlines before `start`, as
+        `scan_file` folds them, reading nothing at or past `limit` (a growing log: `follow`);
+        returns their newline count."""
+        if not bare and self.dense:
+            lines = 0
+            for rows in dense_chunks(str(path), start, end, limit=limit):
+                rows.line += base
+                rows.slow = [(o, before + base, *rest) for o, before, *rest in rows.slow]
+                lines += rows.lines
+                self._dense(rows)
+            return lines
+        count = [0]
+        rx = BARE_EVENT_RE if bare else EVENT_RE
+        self._hits(range_hits(str(path), start, end, count, CHUNK_BYTES, rx, limit), base)
+        return count[0]
+
+    def notes(self, path: Path, size: int) -> None:
+        """What the scan of `path` (now `size` bytes) could not use, for the timeline's warnings."""
         if self.long_lines:
             self.tl.notes.append(
                 f"{path.name}: skipped {self.long_lines} line(s) of more than {MAX_LINE_BYTES >> 20} MiB"
             )
         self._spam(path, size)
 
-    def _dense(self, path: Path, size: int) -> None:
-        """Folds bulk-parsed chunks: each run of dense rows, then the event line after it."""
+    def _hits(self, hits: Iterable[Hit], base: int) -> None:
+        for offset, before, kw, line, block in hits:
+            if kw:
+                self._line(line, kw, base + before + 1, block, offset)
+            else:
+                self.long_lines += 1
+
+    def _dense(self, rows: DenseRows) -> None:
+        """Folds one bulk-parsed chunk: each run of dense rows, then the event line after it."""
         source = self.source
-        for rows in _dense_scan(path, size):
-            self.long_lines += rows.long_lines
-            lo = 0
-            for (offset, before, kw, line, block), at in zip(rows.slow, rows.slow_at.tolist(), strict=True):
-                self._fold(rows, lo, at, source)
-                lo = at
-                self._line(line, kw, before + 1, block, offset)
-            self._fold(rows, lo, len(rows), source)
+        self.long_lines += rows.long_lines
+        lo = 0
+        for (offset, before, kw, line, block), at in zip(rows.slow, rows.slow_at.tolist(), strict=True):
+            self._fold(rows, lo, at, source)
+            lo = at
+            self._line(line, kw, before + 1, block, offset)
+        self._fold(rows, lo, len(rows), source)
 
     def _fold(self, rows: DenseRows, lo: int, hi: int, source: str) -> None:
         if hi > lo:

@@ -13,14 +13,21 @@ from zephyr_debug.model import (
     STATUS_COLUMNS,
     TASK,
     WORKER_COLUMNS,
+    ConnectError,
     Crash,
     Evidence,
+    LogFact,
+    LogFacts,
+    RpcRetry,
     StageInfo,
+    StageStart,
+    StatusExec,
+    WorkerGroup,
     frame,
 )
 from zephyr_debug.sources.compact import AttemptRow, AttemptTable, StatusSeries
 from zephyr_debug.sources.jobstatus import parse_literal
-from zephyr_debug.zephyrlog import FAILURE_KINDS, RETURNCODE_RE, STAGE_INDEX_RE, human_number
+from zephyr_debug.zephyrlog import FAILURE_KINDS, FATAL_INFRA, FATAL_TASK, RETURNCODE_RE, STAGE_INDEX_RE, human_number
 
 RETRIED_RE = re.compile(r"(\d+): (\d+)")
 # Status-line columns <- the zephyrlog.STATUS group that fills them.
@@ -58,7 +65,7 @@ class Timeline:
         self.registered_any = False
         self.worker_events: list[tuple[float, str, str]] = []
         self.source_now = source
-        self.facts: dict[str, list[tuple]] = {}
+        self.facts = LogFacts()
         self.handlers: dict[str, Callable[..., None]] = {}  # message name -> its on_<name> method
 
     # -- events --------------------------------------------------------------------------
@@ -87,8 +94,8 @@ class Timeline:
         """A status line: `row` holds its STATUS_FIELDS columns (None where it has none)."""
         if exec_ is not None:
             self.job = exec_
-        self._stage(stage, row["total"] or 0)
-        self._fact("status_exec", ts, exec_, row["alive"], runs=True)
+        self.stage(stage, row["total"] or 0)
+        self.fact(StatusExec(ts, exec_, row["alive"]), runs=True)
         last = self.status[-1] if self.status else None
         if last is not None and last["stage"] == stage and row["completed"] > last["completed"] and ts is not None:
             self.progress = max(self.progress or ts, ts)  # completions a coordinator-only log shows no other way
@@ -96,7 +103,7 @@ class Timeline:
 
     def on_tasks_completed(self, ts, g, *_):
         stage, completed, total = g["stage"], int(g["completed"]), int(g["total"])
-        info = self._stage(stage, total)
+        info = self.stage(stage, total)
         if completed and ts is not None:
             self.progress = ts
         if completed == total and total and info.end_ts is None:
@@ -108,8 +115,8 @@ class Timeline:
         for info in self.stages.values():
             if info.end_ts is None and info.name != g["stage"]:
                 info.end_ts = ts
-        info = self._stage(g["stage"], int(g["n"]))
-        self._fact("stage_start", ts, g.get("exec"), g["stage"])
+        info = self.stage(g["stage"], int(g["n"]))
+        self.fact(StageStart(ts, g.get("exec"), g["stage"]))
         info.start_ts = ts if info.start_ts is None else info.start_ts
         self.progress = ts
 
@@ -117,12 +124,12 @@ class Timeline:
         self.executing(ts, g["worker"], g["stage"], int(g["shard"]), int(g["attempt"]))
 
     def executing(self, ts, worker: str, stage: str, shard: int, attempt: int) -> None:
-        self._stage(stage, 0)
+        self.stage(stage, 0)
         key = (stage, shard, attempt)
-        row = self.attempts.get(key) or self._add(key)
+        row = self.attempts.get(key) or self.attempts.add(key)
         row.update(worker=worker, start_ts=ts, outcome="running")
         self.holding[worker] = key
-        self._worker(worker, ts, state="busy", shard=shard)
+        self.worker(worker, ts, state="busy", shard=shard)
 
     def on_done(self, ts, g, *_):
         self.done(ts, g["worker"], int(g["shard"]), float(g["secs"]))
@@ -133,7 +140,7 @@ class Timeline:
         if row.get("start_ts") is None and ts is not None:
             row["start_ts"] = ts - secs
         self.holding.pop(worker, None)
-        self._worker(worker, ts, state="ready", shard=None)
+        self.worker(worker, ts, state="ready", shard=None)
         self.progress = ts
 
     def on_worker_error(self, ts, g, source, line, block):
@@ -153,7 +160,7 @@ class Timeline:
         if row.get("start_ts") is not None and ts is not None:
             row["elapsed_s"] = ts - row["start_ts"]
         self.holding.pop(worker, None)
-        self._worker(worker, ts, state="ready", shard=None)
+        self.worker(worker, ts, state="ready", shard=None)
         self.crashes.append(
             Crash(
                 text=text,
@@ -179,7 +186,7 @@ class Timeline:
     def on_task_abort(self, ts, g, source, line, block):
         shard, n, worker = int(g["shard"]), int(g["n"]), g["worker"]
         self.on_task_requeue(ts, g, source, line, block)
-        self.fatal = self.fatal or f"Shard {shard} failed {n} times (max {g['max']}), last failure on worker {worker}."
+        self.fatal = self.fatal or FATAL_TASK.split("\n", 1)[0].format(shard=shard, n=n, max=g["max"], worker=worker)
 
     def on_infra_requeue(self, ts, g, source, line, _block):
         shard, worker, generation = int(g["shard"]), g["worker"], int(g["generation"])
@@ -198,7 +205,7 @@ class Timeline:
         if row.get("start_ts") is not None and ts is not None:
             row["elapsed_s"] = ts - row["start_ts"]
         self.holding.pop(worker, None)
-        self._worker(worker, ts, state="failed", shard=None)
+        self.worker(worker, ts, state="failed", shard=None)
         self.crashes.append(
             Crash(
                 text=f"Shard {shard} {error}",
@@ -217,11 +224,7 @@ class Timeline:
     def on_infra_abort(self, ts, g, source, line, _block):
         shard, n, worker = int(g["shard"]), int(g["infra"]), g["worker"]
         self._infra_failure(ts, shard, worker, f"crashed worker {worker}", f"{n}/{g['infra_max']}", source, line)
-        self.fatal = self.fatal or (
-            f"Shard {shard} crashed its worker {n} times (max {g['infra_max']} infra failures "
-            f"while in flight); treating as a deterministic crasher. "
-            f"Last failure on worker {worker}."
-        )
+        self.fatal = self.fatal or FATAL_INFRA.format(shard=shard, n=n, max=g["infra_max"], worker=worker)
 
     def on_scatter_reader(self, ts, g, *_):
         """A reduce shard's input size (its `items` count outputs, one per key)."""
@@ -231,16 +234,16 @@ class Timeline:
 
     def on_registered(self, ts, g, *_):
         self.registered_any = True
-        self._worker(g["worker"], ts, state="ready", shard=None, reason=None)
+        self.worker(g["worker"], ts, state="ready", shard=None, reason=None)
         self._churn(ts, g["worker"], "registered")
 
     def on_reregistering(self, ts, g, *_):
-        self._worker(g["worker"], ts, state="ready", shard=None, reason="re-registered")
+        self.worker(g["worker"], ts, state="ready", shard=None, reason="re-registered")
         self._churn(ts, g["worker"], "reregistered")
 
     def on_heartbeat_timeout(self, ts, g, *_):
         worker, ago = g["worker"], float(g["secs"])
-        w = self._worker(worker, None, state="failed", reason=f"heartbeat timeout after {ago:.1f}s")
+        w = self.worker(worker, None, state="failed", reason=f"heartbeat timeout after {ago:.1f}s")
         if ts is not None:
             w["last_seen"] = max(w.get("last_seen") or -math.inf, ts - ago)
         self._churn(ts, worker, "heartbeat-timeout")
@@ -283,33 +286,26 @@ class Timeline:
         self.job = g["exec"]
 
     def on_rpc_retry(self, ts, g, *_):
-        self._fact("rpc_retry", ts, g["op"], g["method"], int(g["n"]), int(g["max"]), g.get("error", ""))
+        self.fact(RpcRetry(ts, g["op"], g["method"], int(g["n"]), int(g["max"]), g.get("error", "")))
 
     def on_connect_error(self, ts, g, *_):
-        self._fact("connect_error", ts, g.get("worker"))
+        self.fact(ConnectError(ts, g.get("worker")))
 
     def on_worker_group(self, ts, g, *_):
-        self._fact("worker_group", ts, int(g["n"]), int(g["max"]), int(g["shards"]))
+        self.fact(WorkerGroup(ts, int(g["n"]), int(g["max"]), int(g["shards"])))
 
     # -- helpers -------------------------------------------------------------------------
-    def _fact(self, name: str, ts, *fields, runs: bool = False) -> None:
-        """One line's fact for Evidence.log_facts: status_exec (ts, exec, alive), stage_start (ts, exec,
-        stage), rpc_retry (ts, op, method, n, max, error), connect_error (ts, worker),
-        worker_group (ts, workers, max_workers, num_shards). `runs`: of consecutive equal facts only
-        the first and the last are kept (one a status line is too many)."""
-        if ts is None:
-            return
-        facts = self.facts.setdefault(name, [])
-        if runs and len(facts) >= 2 and facts[-1][1:] == fields and facts[-2][1:] == fields:
-            facts[-1] = (ts, *fields)
-        else:
-            facts.append((ts, *fields))
+    def fact(self, fact: LogFact, runs: bool = False) -> None:
+        """One line's fact for Evidence.log_facts (`LogFacts.add`); an untimed line has none."""
+        if fact.ts is not None:
+            self.facts.add(fact, runs)
 
     def _churn(self, ts, worker: str, event: str) -> None:
         if ts is not None:
             self.worker_events.append((ts, worker, event))
 
-    def _stage(self, name: str, total: int) -> StageInfo:
+    def stage(self, name: str, total: int) -> StageInfo:
+        """The stage `name`, made on first sight; a non-zero `total` sets its shard count."""
         info = self.stages.get(name)
         if info is None:
             m = STAGE_INDEX_RE.match(name)
@@ -334,10 +330,7 @@ class Timeline:
                 return row
         if attempt is None or (stage, shard, attempt) in self.attempts:
             attempt = self.attempts.top_attempt(stage, shard) + 1
-        return self._add((stage, shard, attempt), worker=worker, outcome="running")
-
-    def _add(self, key: tuple, **fields):
-        return self.attempts.add(key, **fields)
+        return self.attempts.add((stage, shard, attempt), worker=worker, outcome="running")
 
     def _since(self, row: AttemptRow) -> float | None:
         """When a shard that no Executing line shows started: the end of its previous attempt (a
@@ -355,7 +348,9 @@ class Timeline:
                 return row
         return None
 
-    def _worker(self, worker: str, ts, **fields) -> dict:
+    def worker(self, worker: str, ts, **fields) -> dict:
+        """Worker `worker`'s row, seen at `ts` with `fields` set (an older line of another file
+        does not roll its state back)."""
         w = self.workers.setdefault(worker, {"worker": worker, "state": "ready", "last_seen": None, "shard": None})
         if ts is not None:
             if w["last_seen"] is not None and ts < w["last_seen"] - 1.0 and w.get("source") != self.source_now:
@@ -393,7 +388,7 @@ class Timeline:
         ev = Evidence(job=self.job, source=self.source, now=now, state=state)
         ev.heartbeat_ages = False
         ev.stages = sorted(self.stages.values(), key=lambda s: s.index)
-        ev.status = self.status.frame(STATUS_COLUMNS + ["items"])
+        ev.status = self.status.frame(STATUS_COLUMNS)
         self._open_tail_attempts(ev)
         ev.attempts = self.attempts.frame(ATTEMPT_COLUMNS)
         ev.workers = frame(
@@ -444,7 +439,7 @@ class Timeline:
         for shard in sorted({table.shard[i] for i in table.rows_where("kind", INFRA)}):  # few: infra failures
             row = table.get((stage, shard, table.top_attempt(stage, shard)))  # its newest attempt in the stage
             if row is not None and row.get("outcome") == "failed" and row.get("kind") == INFRA:
-                self._add(
+                self.attempts.add(
                     (stage, shard, row["attempt"] + 1), worker=None, start_ts=row.get("end_ts"), outcome="running"
                 )
 

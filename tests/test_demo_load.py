@@ -1,0 +1,38 @@
+"""`zdebug demo` under load names its default faults and nothing else (issue 27 item 7)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.bench_demo import BURNERS, burners, demo_findings, wrong
+
+
+@pytest.mark.slow
+@pytest.mark.alone
+def test_the_demo_tells_the_truth_three_times_under_load(tmp_path):
+    with burners(BURNERS):
+        problems = {i: wrong(demo_findings(tmp_path / str(i))) for i in range(3)}
+    assert problems == {0: [], 1: [], 2: []}
+
+
+@pytest.mark.parametrize(
+    "findings,problem",
+    [
+        ([], "not named: data-skew on stage 0 shard 14"),
+        ([{"severity": "warning", "kind": "data-skew", "stage": "stage0-Map", "shard": 3}], "wrong: warning data-skew"),
+        (
+            [
+                {
+                    "severity": "warning",
+                    "kind": "slow-worker",
+                    "stage": "stage0-Map",
+                    "shard": 4,
+                    "worker": "p0-workers-3",
+                }
+            ],
+            "wrong: warning slow-worker",
+        ),
+    ],
+)
+def test_the_truth_check_catches_a_miss_and_a_wrong_finding(findings, problem):
+    assert any(p.startswith(problem) for p in wrong(findings))
