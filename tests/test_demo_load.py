@@ -36,3 +36,11 @@ def test_the_demo_tells_the_truth_three_times_under_load(tmp_path):
 )
 def test_the_truth_check_catches_a_miss_and_a_wrong_finding(findings, problem):
     assert any(p.startswith(problem) for p in wrong(findings))
+
+
+def test_the_skewed_shard_on_the_slow_worker_names_both():
+    """Seen under load: shard 14 (x20) pulled by the slow worker (x6) is `slow-worker, data-skew`."""
+    both = {"severity": "warning", "kind": "slow-worker", "causes": ["slow-worker", "data-skew"]}
+    found = [{**both, "stage": "stage0-Map", "shard": 14, "worker": "zephyr-demo-p0-workers-1"}]
+    assert wrong(found + [{"severity": "info", "kind": "recovered"}]) == []
+    assert wrong([{**found[0], "worker": "zephyr-demo-p0-workers-3"}])[0].startswith("wrong: warning slow-worker")
