@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from zephyr_debug.reference import CoordinatorConfig, JobConfig, JobResult, StageSpec, parse_fault, run_job
 
@@ -47,6 +48,12 @@ def run_reference(
     return run_job(config)
 
 
+# Property tests draw the same examples every run, so a run cannot go red by chance;
+# ZDEBUG_HYPOTHESIS=random draws new ones (to look for new failures, not in CI).
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("random")
+settings.load_profile(os.environ.get("ZDEBUG_HYPOTHESIS", "fixed"))
+
 RUN_DEFAULTS = {
     "coordinator": FAST,
     **{name: p.default for name, p in inspect.signature(run_reference).parameters.items() if p.kind is p.KEYWORD_ONLY},
@@ -60,6 +67,15 @@ def pytest_configure(config) -> None:
         import tempfile
 
         os.environ["ZDEBUG_HOME"] = os.environ["ZDEBUG_TEST_HOME"] = tempfile.mkdtemp(prefix="zdebug-test-home-")
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_notes():
+    """Every test starts with no pending read notes (a test that rewrites a file with `streams`
+    and does not `load` it would leave its note for the next test's load)."""
+    from zephyr_debug import streams
+
+    streams.NOTES.clear()
 
 
 @pytest.fixture(scope="session")

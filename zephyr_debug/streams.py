@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import itertools
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -108,14 +110,14 @@ def kept(arg: str) -> str:
 
 
 def plain(path: Path, name: str | None = None) -> Path:
-    """A regular file, decompressed into a scratch copy when it is compressed, and its lines
-    joined again when a terminal wrapped them (`name`: how errors name it)."""
+    """A regular file, decompressed into a scratch copy when it is compressed, then `readable`
+    (`name`: how errors name it)."""
     shown = name or str(path)
     try:
         with open(path, "rb") as fh:
             kind = compression(fh.read(8))
             if kind is None:
-                return unwrapped(path, shown)
+                return readable(path, shown)
             fh.seek(0)
             into = _scratch() / (path.name.rsplit(".", 1)[0] if "." in path.name else path.name)
             d = _decompressor(kind, shown)
@@ -127,7 +129,7 @@ def plain(path: Path, name: str | None = None) -> Path:
                     raise EvidenceError(f"{shown}: {kind} data is corrupt ({exc})") from None
             if not getattr(d, "eof", True):  # cut short (a log still being written): what came before is evidence
                 NOTES.append(f"{shown}: {kind} data ends early; read the {into.stat().st_size:,} bytes before the cut")
-            return unwrapped(into, shown)
+            return readable(into, shown)
     except OSError as exc:
         raise EvidenceError(f"{shown}: cannot read ({exc.strerror or exc})") from None
 
@@ -188,4 +190,124 @@ def unwrapped(path: Path, shown: str) -> Path:
             if held is not None:
                 out.write(held + "\n")
     NOTES.append(f"{shown}: lines wrapped at {width} columns (a terminal's copy); joined {joined:,} to the line before")
+    return into
+
+
+def readable(path: Path, shown: str) -> Path:
+    """`path` as a log reader needs it, each rewrite in a scratch copy noted for the reader: its
+    terminal colour codes removed, its wrapped lines joined, its records put oldest first."""
+    return in_order(unwrapped(uncoloured(path, shown), shown), shown)
+
+
+# A terminal escape: CSI (colours, `\x1b[32m`) or OSC (titles, links), as coloured log handlers print.
+ANSI_RE = re.compile(rb"\x1b\[[0-9;:?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)")
+
+
+def uncoloured(path: Path, shown: str) -> Path:
+    """`path`, or a scratch copy without terminal colour codes when its head holds any."""
+    with open(path, "rb") as fh:
+        if ANSI_RE.search(fh.read(WRAP_SAMPLE)) is None:
+            return path
+        fh.seek(0)
+        into = _scratch() / path.name
+        removed = 0
+        with open(into, "xb") as out:
+            for line in fh:
+                clean, n = ANSI_RE.subn(b"", line)
+                out.write(clean)
+                removed += n
+    NOTES.append(f"{shown}: removed {removed:,} terminal colour code(s) (a coloured log handler's output)")
+    return into
+
+
+REVERSED_SHARE = 0.9  # of the steps between record times in a file's head, going back: newest first
+MIN_STEPS = 5  # time steps it takes to tell an order
+ORDER_SAMPLE = 256 << 10  # bytes of a file's head whose record times tell its order
+JSON_START_RE = re.compile(rb'\s*(?:\{\s*["}]|\[\s*(?:[{\["\]]|-?\d+(?:\.\d+)?\s*[,\]]|true|false|null))')
+ORDER_TIMES = 300  # record times read from it, at most (a prefix_time costs ~50 us)
+MAX_REORDER_BYTES = 512 << 20  # a newest-first text is reordered in memory up to this size
+
+
+def _record_times(head: bytes) -> list[tuple]:
+    """The times of the records that start in `head`, in file order (year, month, day, second):
+    a log may mix prefixes with and without fractions (Python's `,ms` beside glog's seconds)."""
+    from zephyr_debug.zephyrlog import LINE_START_RE, prefix_time
+
+    out = []
+    for m in LINE_START_RE.finditer(b"\n" + head):
+        t = prefix_time(head[m.start() : m.start() + 120].split(b"\n", 1)[0])
+        if t is not None:
+            out.append((t.year or 0, t.month or 0, t.day or 0, int(t.clock)))  # whole seconds: forms mix
+            if len(out) >= ORDER_TIMES:
+                break
+    return out
+
+
+def _sequence_steps(head: bytes) -> tuple[int, int]:
+    """(forward, backward) steps of what Zephyr's lines in `head` say happened in order: a
+    stage's `k/N complete` going up or down, a shard's `Executing` above or below its `done`."""
+    from zephyr_debug.zephyrlog import EXECUTING, SHARD_DONE, STATUS
+
+    fwd = back = 0
+    completed: dict[bytes, int] = {}
+    for m in STATUS.regex.finditer(head):
+        k, was = int(m["completed"]), completed.get(m["stage"])
+        if was is not None and k != was:
+            fwd, back = fwd + (k > was), back + (k < was)
+        completed[m["stage"]] = k
+    started: dict[tuple, int] = {}
+    done: dict[tuple, int] = {}
+    for rx, first in ((EXECUTING.regex, started), (SHARD_DONE.regex, done)):
+        for m in rx.finditer(head):
+            first.setdefault((m["worker"], m["shard"]), m.start())
+    for key in started.keys() & done.keys():
+        fwd, back = fwd + (started[key] < done[key]), back + (started[key] > done[key])
+    return fwd, back
+
+
+def newest_first(head: bytes) -> bool:
+    """Whether the text runs newest first (a `gcloud logging read` or a log viewer's copy): what
+    Zephyr's lines say happened runs backwards, or, where they say too little, nearly every step
+    between record times does (a clock that jumps back in a log written in order is not this)."""
+    if JSON_START_RE.match(head):  # JSON: its readers order records by their own times
+        return False
+    fwd, back = _sequence_steps(head)
+    if fwd + back < MIN_STEPS:
+        times = _record_times(head)
+        steps = [b < a for a, b in itertools.pairwise(times) if a != b]
+        fwd, back = len(steps) - sum(steps), sum(steps)
+    return fwd + back >= MIN_STEPS and back >= REVERSED_SHARE * (fwd + back)
+
+
+def in_order(path: Path, shown: str) -> Path:
+    """`path`, or a scratch copy oldest first when its records are newest first: each record (a
+    line that starts one and the traceback lines after it) moved whole, or the lines one by one
+    when they were reversed one by one (a traceback's lines above its header)."""
+    from zephyr_debug.zephyrlog import LINE_START_RE
+
+    with open(path, "rb") as fh:
+        if not newest_first(fh.read(ORDER_SAMPLE)):
+            return path
+    size = path.stat().st_size
+    if size > MAX_REORDER_BYTES:
+        NOTES.append(
+            f"{shown}: its records are newest first, and at {size >> 20:,} MiB too large to reorder here; "
+            "times are read as they are (sort it oldest first, e.g. `tac`, for a full reading)"
+        )
+        return path
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    header = data.find(b"Traceback (most recent call last):")
+    below = data[header : header + 400].split(b"\n", 2)[1:2] if header >= 0 else []
+    by_line = bool(below) and b'File "' not in below[0]  # in record order, its frames follow it
+    starts = [0] + [m.start() + 1 for m in LINE_START_RE.finditer(data) if m.start() + 1 < len(data)]
+    if by_line or len(starts) == 1:  # lines reversed one by one, or none starts a record (bare)
+        by_line, parts = True, data.splitlines(keepends=True)
+    else:
+        parts = [data[a:b] for a, b in zip(starts, [*starts[1:], len(data)], strict=True) if b > a]
+    into = _scratch() / path.name
+    into.write_bytes(b"".join(reversed(parts)))
+    unit = "line" if by_line else "record"
+    NOTES.append(f"{shown}: newest first (a log viewer's order); read its {len(parts):,} {unit}s oldest first")
     return into

@@ -12,6 +12,7 @@ loading fail, with one `file:line: …` error.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -151,8 +152,15 @@ def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
     if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
         records = [r for r in map(logtext.record, data) if r is not None]
         if records:  # an export (Cloud Logging lists the newest first): in time order
-            timed = all(r[0] is not None for r in records)
-            return "records", sorted(records, key=lambda r: r[0] or 0.0) if timed else records
+            seconds = [int(r[0]) for r in records if r[0] is not None]  # whole: one export may mix resolutions
+            timed = len(seconds) == len(records)
+            back = sum(b < a for a, b in itertools.pairwise(seconds))
+            if not timed or not back:
+                return "records", records
+            streams.NOTES.append(f"{file}: entries not in time order (newest first?); read oldest first")
+            if back > sum(b > a for a, b in itertools.pairwise(seconds)):
+                records.reverse()  # newest first: entries of one second then keep their order too
+            return "records", sorted(records, key=lambda r: int(r[0] or 0))
     status = jobstatus.from_dict(data, str(file)) if isinstance(data, dict) else None
     if status is not None:
         return "status", status

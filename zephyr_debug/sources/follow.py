@@ -4,7 +4,7 @@ appended since the last one, and gives the Evidence a full read of the file woul
 The fold keeps its Timeline between refreshes up to the start of the newest record (a record's
 traceback may still be arriving); the rest is folded into a copy each refresh and finished there.
 A file that shrank or was replaced, or that a full read would not take as one plain Zephyr log
-(compressed, terminal-wrapped, not a log), is read whole again.
+(compressed, coloured, terminal-wrapped, newest first, not a log), is read whole again.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class LogFollower:
             with open(path, "rb") as fh:
                 if streams.compression(fh.read(8)) is not None:
                     return False
-            return streams.unwrapped(path, str(path)) == path and evidencedir.classify(path)[0] == "log"
+            return streams.readable(path, str(path)) == path and evidencedir.classify(path)[0] == "log"
         except (OSError, ZdebugError):  # not a readable file: the full read says why
             return False
         finally:

@@ -451,9 +451,10 @@ class LogScanner:
 
     def _spam(self, path: Path, size: int) -> None:
         """pull_task share of the file's last SPAM_SAMPLE_BYTES (what a line-limited tail shows)."""
-        with open(path, "rb") as fh:
-            fh.seek(max(0, size - SPAM_SAMPLE_BYTES))
-            tail = fh.read(SPAM_SAMPLE_BYTES)
+        with open(path, "rb") as fh:  # up to `size`: a growing log's incomplete line is not read yet
+            start = max(0, size - SPAM_SAMPLE_BYTES)
+            fh.seek(start)
+            tail = fh.read(size - start)
         lines = tail.count(b"\n") or 1
         spam = tail.count(SPAM)
         if spam >= SPAM_SHARE * lines:
