@@ -128,3 +128,13 @@ def test_malformed_files_are_one_line_errors(tmp_path, breakage, message):
     with pytest.raises(ZdebugError, match=message) as exc:
         speedscope.load(path)
     assert str(exc.value).startswith(f"{path}: profiles[0]")
+
+
+def test_one_stray_in_app_sample_does_not_pull_a_thread_into_the_verdict():
+    """CI under two CPU burners: a heartbeat thread seen once in app code was counted as in-app."""
+    doc = evented([([0, 1], 5.0)])
+    beat = evented([([3], 0.01)] * 499 + [([0, 3], 0.01)])["profiles"][0]
+    doc["profiles"].append({**beat, "name": "heartbeat"})
+    s = summarize(doc)
+    assert {t["thread"]: t["in_verdict"] for t in s["threads"]} == {"main thread": True, "heartbeat": False}
+    assert s["shares"]["user"] == pytest.approx(1.0)

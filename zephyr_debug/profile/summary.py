@@ -117,7 +117,7 @@ def summarize(
     deep["frame"] = deep["frame"].astype(int)
     app = deep[frames.loc[deep["frame"], "in_app"].to_numpy()].groupby("sample")["frame"].last()
     samples["app_frame"] = samples["sample"].map(app)
-    threads = _threads(samples, frames, rules["parked_share"])
+    threads = _threads(samples, frames, rules["parked_share"], rules["app_thread_share"]["share"])
     focus = (
         [t["thread"] for t in threads if t["in_app"]]
         or [t["thread"] for t in threads if not t["parked"]]
@@ -154,11 +154,12 @@ def summarize(
     }
 
 
-def _threads(samples: pd.DataFrame, frames: pd.DataFrame, parked_share: float) -> list[dict]:
+def _threads(samples: pd.DataFrame, frames: pd.DataFrame, parked_share: float, app_share: float) -> list[dict]:
     rows = []
     for thread, group in samples.groupby("thread", sort=False):
         seconds = group["weight"].sum()
         waiting = group.loc[group["category"] == "waiting", "weight"].sum() / seconds
+        in_app = group.loc[group["app_frame"].notna(), "weight"].sum() / seconds
         sits = group.groupby("leaf")["weight"].sum().idxmax()
         rows.append(
             {
@@ -167,7 +168,7 @@ def _threads(samples: pd.DataFrame, frames: pd.DataFrame, parked_share: float) -
                 "seconds": round(float(seconds), 3),
                 "waiting_share": round(float(waiting), 4),
                 "parked": bool(waiting >= parked_share),
-                "in_app": bool(group["app_frame"].notna().any()),
+                "in_app": bool(in_app > 0 and in_app >= app_share),
                 "sits_in": frames.at[sits, "where"],
             }
         )
