@@ -15,7 +15,7 @@ from zephyr_debug.errors import ZdebugError
 KINDS: dict[str, tuple[str, float, int | None]] = {
     "slow-shard": ("shard", 10.0, None),  # expensive records: CPU-bound, same data size
     "skew-shard": ("shard", 30.0, None),  # far more data, normal rate
-    "slow-worker": ("worker", 8.0, None),  # every shard on that worker runs x slower
+    "slow-worker": ("worker", 8.0, None),  # every shard on that worker takes x as long (CPU and I/O)
     "hang": ("shard", 1.0, 1),  # blocks mid-shard with no progress
     "exception": ("shard", 1.0, 1),  # user exception with a chained cause
     "crash-loop": ("shard", 1.0, None),  # raises on every attempt: TASK abort

@@ -61,9 +61,10 @@ def run_shard(task: dict, faults: list[Fault], scratch: Path, progress: Progress
         outputs.append(_transform(frame[~dropped]))
         if "slow-shard" in fired:
             _expensive_records(frame["text"], pace * (fired["slow-shard"].factor - 1))
-        time.sleep(pace * slow)  # the I/O part of the shard (reading the input split)
-        if "slow-stage" in staged:  # the whole chunk (CPU and I/O) takes F times as long
-            time.sleep((staged["slow-stage"] - 1) * (time.perf_counter() - began))
+        time.sleep(pace)  # the I/O part of the shard (reading the input split)
+        stretch = slow * staged.get("slow-stage", 1.0)  # a slow worker or stage: CPU and I/O alike
+        if stretch > 1:  # so the factor holds however busy the machine makes the CPU part
+            time.sleep((stretch - 1) * (time.perf_counter() - began))
         items += len(frame)
         nbytes += int(frame.memory_usage(deep=True).sum())
         progress(items, nbytes)
