@@ -43,8 +43,8 @@ def test_healthy_job_has_no_findings(reference_job, options):
 
 
 def test_data_skew_is_never_slow_worker(reference_job):
-    # 12 shards and I/O-heavy chunks: the slow worker gets two shards and the skew stands clear of the
-    # run-time noise of a busy machine
+    # The straggler-tail playbook's job: 12 I/O-heavy shards, so the slow worker gets two shards and
+    # the skew stands clear of a busy machine's run-time noise
     result = reference_job("skew-shard:3:x8", "slow-worker:1:x6", workers=3, shards=12, stages=1, chunk_seconds=0.05)
     found = analysis(result).findings
     skew = next(f for f in found if f.shard == 3)

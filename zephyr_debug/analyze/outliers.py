@@ -79,7 +79,8 @@ def stage_stats(
         row["tick_s"] = float(np.fmax(scale, _resolution(ends)))
         row["sigma_log"], row["cut_s"] = _cut(fin, row["run_tick_s"], th)
         # a slow-but-normal run (the robust p90): what an outlier is replaced by to see what it held
-        row["normal_s"] = float(np.exp(np.median(np.log(fin)) + NORMAL_Z * row["sigma_log"])) if len(fin) else np.nan
+        normal = np.exp(_sorted_median(np.log(fin)) + NORMAL_Z * row["sigma_log"])
+        row["normal_s"] = float(normal) if len(fin) else np.nan
         row["queue_empty"] = bool(queue_empty.get(stage, row["done"] + row["running"] >= total))
         row["judged"] = bool(len(fin) and row["queue_empty"] and row["done"] >= th.min_finished * total)
         rows.append(row)
@@ -98,20 +99,20 @@ def _resolution(values: np.ndarray) -> float:
 
 
 def _cut(fin: np.ndarray, tick: float, th: Thresholds) -> tuple[float, float]:
-    """(robust sigma of log run time, the run time above which a shard is an outlier)."""
+    """(robust sigma of log run time, the run time above which a shard is an outlier); `fin` ascending."""
     if not len(fin):
         return np.nan, np.nan
-    median = float(np.median(fin))
+    median = _sorted_median(fin)
     floors = [th.multiplier * median, median + th.min_excess_heartbeats * np.nan_to_num(tick)]
     logs = np.log(fin)
-    dev = np.abs(logs - np.median(logs))
+    dev = np.abs(logs - _sorted_median(logs))
     # Half the shards or more ran the very same time: their spread is below the printed
     # resolution, and a mean deviation would be the outliers' own; the floors decide then.
     sigma = float(np.median(dev)) * MAD_TO_SIGMA
     if len(fin) < MIN_ROBUST_PEERS:
         return sigma, max(floors)
     z = max(th.outlier_z, NormalDist().inv_cdf(1 - th.false_rate / len(fin)))
-    floors.append(float(np.exp(np.median(logs) + z * sigma)))
+    floors.append(float(np.exp(_sorted_median(logs) + z * sigma)))
     return sigma, max(floors)
 
 
@@ -166,6 +167,12 @@ def _stage_max(stage: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
     out = np.full(n, -np.inf)
     np.fmax.at(out, stage, np.where(np.isnan(values), -np.inf, values))
     return np.where(np.isinf(out), np.nan, out)
+
+
+def _sorted_median(v: np.ndarray) -> float:
+    """The median of an ascending array, without the partition `np.median` does."""
+    n = len(v)
+    return float((v[(n - 1) // 2] + v[n // 2]) / 2) if n else np.nan
 
 
 def _median(values: pd.Series) -> float:

@@ -46,11 +46,22 @@ class Episode:
 def stage_bounds(ev: Evidence) -> pd.DataFrame:
     """Per stage: start, end and wall_s, from StageInfo, else the first/last record of the stage
     (the end is `now` while the job runs)."""
-    spans = [
-        pd.to_numeric(f[c], errors="coerce").groupby(f["stage"]).agg(["min", "max"])
-        for f, c in ((ev.status, "ts"), (ev.attempts, "start_ts"), (ev.attempts, "end_ts"))
-        if len(f)
-    ]
+
+    def span(frame: pd.DataFrame, lo: np.ndarray, hi: np.ndarray) -> pd.DataFrame:
+        return (
+            pd.DataFrame({"min": lo, "max": hi}, index=frame.index)
+            .groupby(frame["stage"])
+            .agg({"min": "min", "max": "max"})
+        )
+
+    def times(frame: pd.DataFrame, col: str) -> np.ndarray:
+        return pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
+
+    spans = [span(ev.status, times(ev.status, "ts"), times(ev.status, "ts"))] if len(ev.status) else []
+    if len(ev.attempts):  # an attempt's earliest and latest time: one groupby, not one per column
+        begun, ended = times(ev.attempts, "start_ts"), times(ev.attempts, "end_ts")
+        with np.errstate(invalid="ignore"):
+            spans.append(span(ev.attempts, np.fmin(begun, ended), np.fmax(begun, ended)))
     seen = pd.concat(spans) if spans else pd.DataFrame(columns=["min", "max"], dtype=float)
     out = seen.groupby(level=0).agg(start=("min", "min"), seen=("max", "max"))
     info = (
