@@ -26,7 +26,7 @@ test: lint
 	$(BIN)/pytest -q -ra --durations=10 -m alone
 
 test-fast: install
-	$(BIN)/pytest -q -ra -m "not slow"
+	$(BIN)/pytest -q -ra -n $(TEST_PROCESSES) -m "not slow"
 
 # ruff (lint + format) over the tree, mypy over the package; `make test` runs this first.
 lint: install

@@ -38,6 +38,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> N
         assert needle in lines[0]
 
 
+@pytest.mark.slow
 def test_status_json_of_a_finished_job(reference_job, jobs_root):
     result = reference_job("crash-loop:2", workers=2, shards=4, stages=1)
     proc = zdebug("status", result.execution_id[:18], "--json", home=jobs_root.parent)
@@ -51,6 +52,7 @@ def test_status_json_of_a_finished_job(reference_job, jobs_root):
     assert any(step.startswith("zdebug crashes ") for step in s["next"])
 
 
+@pytest.mark.slow
 def test_jobs_lists_runs_and_status_renders_a_table(reference_job, jobs_root):
     result = reference_job(workers=2, shards=4)
     listed = json.loads(zdebug("jobs", "--json", home=jobs_root.parent).stdout)
@@ -59,6 +61,7 @@ def test_jobs_lists_runs_and_status_renders_a_table(reference_job, jobs_root):
     assert proc.returncode == 0 and "succeeded" in proc.stdout and "Diagnosis:" in proc.stdout
 
 
+@pytest.mark.slow
 def test_bad_targets_are_one_line_errors(tmp_path):
     assert_one_line_error(zdebug("status", "no-such-job", home=tmp_path), "no-such-job")
     assert_one_line_error(zdebug("status", "http://127.0.0.1:9", home=tmp_path), "unreachable")
@@ -67,6 +70,7 @@ def test_bad_targets_are_one_line_errors(tmp_path):
     assert_one_line_error(zdebug("status", str(empty), home=tmp_path), str(empty))
 
 
+@pytest.mark.slow
 def test_live_coordinator_url_status_and_metrics(tmp_path):
     config = JobConfig(
         workers=2,
@@ -127,6 +131,7 @@ def test_killed_coordinator_reads_as_interrupted(tmp_path):
     assert s["headline"].startswith("Interrupted")  # judged at its last record, like a finished job
 
 
+@pytest.mark.slow
 def test_demo_runs_a_small_job_and_leaves_a_job_dir(tmp_path):
     proc = zdebug(
         "demo",
@@ -175,6 +180,7 @@ def _commands() -> list[list[str]]:
     return [[name] for name in cli.COMMANDS if name != "profile"] + [["profile", "record"], ["profile", "summarize"]]
 
 
+@pytest.mark.slow
 def test_every_help_has_examples_real_metavars_and_fits_80_columns(tmp_path):
     env = {**os.environ, "COLUMNS": "80", "ZDEBUG_HOME": str(tmp_path)}
     root = subprocess.run([*ZDEBUG, "--help"], capture_output=True, text=True, timeout=60, env=env)
@@ -234,6 +240,7 @@ def test_job_store_is_under_xdg_state_home_from_any_directory(tmp_path):
     assert relative == Path(".zdebug/jobs")  # a checkout's own store, relative to where zdebug runs
 
 
+@pytest.mark.slow
 def test_exit_codes(reference_job, jobs_root, tmp_path):
     home = jobs_root.parent
     assert zdebug("status", "--run", "x", home=home).returncode == 2  # usage (zdebug's own check)

@@ -47,6 +47,7 @@ def ids_of(target: str) -> set[str]:
     return {ev.job, *map(str, ev.workers["worker"])} - {""}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [80, 120])
 def test_every_command_fits_and_keeps_ids_whole(reference_job, jobs_root, width):
     result = reference_job("crash-loop:2", workers=2, shards=4, stages=1)
@@ -69,6 +70,7 @@ def test_every_command_fits_and_keeps_ids_whole(reference_job, jobs_root, width)
     assert job in text(["jobs"], width, home)  # the id whole, on one line, copyable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [80, 120])
 def test_real_captures_fit(tmp_path, width):
     for name, commands in {

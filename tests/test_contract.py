@@ -51,6 +51,7 @@ def test_every_schema_is_a_valid_schema():
         jsonschema.Draft202012Validator.check_schema(schema(name)[0])
 
 
+@pytest.mark.slow
 def test_every_command_json_matches_its_schema(reference_job, jobs_root):
     job = str(reference_job("crash-loop:2", workers=2, shards=4, stages=1).job_dir)
     home = jobs_root.parent
@@ -64,6 +65,7 @@ def test_every_command_json_matches_its_schema(reference_job, jobs_root):
     assert snap["status"]["job"] == snap["job"]
 
 
+@pytest.mark.slow
 def test_workers_is_one_shape_in_status_and_diagnose(reference_job, jobs_root):
     job = str(reference_job(workers=2, shards=4).job_dir)
     status = out("status", "status", job)
@@ -74,6 +76,7 @@ def test_workers_is_one_shape_in_status_and_diagnose(reference_job, jobs_root):
     assert status["workers"] == diagnose["workers"] and status["pool"] == diagnose["pool"]
 
 
+@pytest.mark.slow
 def test_errors_under_json_are_json_on_stdout(tmp_path):
     for args in (("status", "no-such-job"), ("diagnose", str(tmp_path / "missing")), ("jobs",)):
         proc = run(*args, "--json", home=tmp_path if args[0] != "jobs" else tmp_path / "x")

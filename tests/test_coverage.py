@@ -78,6 +78,7 @@ def test_a_healthy_real_capture_is_healthy_with_nothing_it_cannot_tell(name):
     assert d["healthy"] is True and d["coverage"]["cannot_tell"] == []
 
 
+@pytest.mark.slow
 def test_a_12_hour_tail_copied_from_a_viewer_is_stalled(tmp_path):
     """The issue's case: 12 h of `4095/4096 complete, 1 in-flight, 0 queued` with a viewer's
     receive time glued to glog lines: the times are read and the stall is named."""

@@ -276,6 +276,7 @@ KNOBS = st.builds(
     processes=st.sampled_from([0] * 9 + [4096]),
     zone=st.sampled_from([None, None, "America/New_York"]),
 )
+@pytest.mark.slow
 def test_random_jobs(knobs, chunk, batch, force, processes, zone):
     before = zephyrlog.zone()
     zephyrlog.set_timezone(zone)

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from zephyr_debug import playbooks
 from zephyr_debug.analyze.analysis import analyze
 from zephyr_debug.analyze.nextsteps import _playbooks
@@ -25,6 +27,7 @@ def run(*args: str, code: int = 0) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_healthy_job_has_no_findings(reference_job):
     result = reference_job(workers=2, shards=4)
     d = run(str(result.job_dir))
@@ -32,6 +35,7 @@ def test_healthy_job_has_no_findings(reference_job):
     assert d["schema_version"] >= 2 and d["headline"].startswith("Succeeded")
 
 
+@pytest.mark.slow
 def test_aborted_job_one_finding_per_root_cause(reference_job):
     result = reference_job("crash-loop:2", workers=2, shards=4, stages=1)
     d = run(str(result.job_dir))

@@ -120,6 +120,7 @@ def _render(template: str, labels: dict, value: float) -> str:
     return out.replace("{{ $value }}", f"{value:g}")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool missing (.ci/run installs `prometheus`)")
 @pytest.mark.parametrize("name", NAMES)
 def test_replayed_capture_fires_what_its_truth_names_and_nothing_else(name, tmp_path):
@@ -175,6 +176,7 @@ def _expected(rule: dict, frame: dict, key: tuple[str, str]) -> dict:
 ZDEBUG = str(Path(sys.executable).with_name("zdebug"))
 
 
+@pytest.mark.slow
 def test_metrics_port_refuses_a_single_snapshot_and_a_taken_port(tmp_path):
     job = tmp_path / "job"
     job.mkdir()

@@ -54,6 +54,7 @@ def _grow(data: bytes, path: Path, cuts: list[int]) -> list[tuple[LogFollower, l
     foreign=st.sampled_from([0.0, 0.3]),
     pieces=st.integers(1, 6),
 )
+@pytest.mark.slow
 def test_every_append_gives_the_full_read(tmp_path, seed, shards, task_errors, abort, foreign, pieces):
     k = Knobs(seed=seed, shards=shards, task_errors=task_errors, abort=abort, foreign=foreign, odd=0.05)
     [text] = make_job(k).values()

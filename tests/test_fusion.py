@@ -47,6 +47,7 @@ def _dir(root: Path, name: str, files: list[Path]) -> Path:
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", FORMS)
 def test_split_sources_read_as_one_log(job, form, tmp_path):
     """coordinator.log + worker logs (+ every subset of list-tasks / get_status) == job.log (+ the

@@ -152,6 +152,7 @@ def _assert_clean(argv: list[str]) -> None:
     assert problem is None, problem
 
 
+@pytest.mark.slow
 @settings(max_examples=80, **SETTINGS)
 @given(body=st.lists(lines, max_size=25), form=st.sampled_from(JOB_FORMS), as_json=st.booleans())
 def test_any_events_jsonl(scratch, body, form, as_json):

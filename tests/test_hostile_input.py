@@ -347,6 +347,7 @@ def scratch(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("hostile")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
 @given(text=statuses(), form=st.sampled_from(["json", "repr", "json-string"]), command=st.sampled_from(COMMANDS))
 def test_any_get_status(scratch, text, form, command):
@@ -393,6 +394,7 @@ def test_any_list_tasks(scratch, text, command):
     _reads_or_fails_in_one_line([command, str(path), "--json"])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
 @given(text=event_logs(), command=st.sampled_from(["status", "workers", "diagnose", "stragglers"]))
 def test_any_events_jsonl(scratch, text, command):

@@ -140,6 +140,7 @@ def test_a_refused_connection_and_a_good_answer():
     assert message == f"{url}: coordinator unreachable (connection refused or no such host)"
 
 
+@pytest.mark.slow
 def test_every_network_source_uses_the_deadline(servers):
     """The coordinator and Prometheus sources, with the process-wide default set as --timeout does."""
     before = http.timeout()

@@ -38,6 +38,7 @@ def jobs(tmp_path_factory) -> dict[str, Path]:
     return {job.name: job for job in dirs + [job for sc in KNOWN_SCENARIOS for job in generate(out, sc)]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", sorted(MODES))
 def test_each_mode_is_found_on_its_evidence(jobs, scenario):
     variant, known, kind = MODES[scenario]
@@ -52,6 +53,7 @@ def test_each_mode_is_found_on_its_evidence(jobs, scenario):
     assert f.to_json()["known"] == known
 
 
+@pytest.mark.slow
 def test_no_mode_matches_a_healthy_job_or_another_mode(jobs):
     """Every generated job (healthy, the diagnosis faults, every other mode; each variant): the known
     ids found are exactly the ones its evidence shows (truth.json `known`)."""

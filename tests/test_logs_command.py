@@ -61,6 +61,7 @@ def test_json_lines_are_the_files_own_lines(crashed):
     assert timed == sorted(timed)
 
 
+@pytest.mark.slow
 def test_bad_options_are_one_line_errors(crashed):
     result, home = crashed
     for args, needle in (

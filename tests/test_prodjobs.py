@@ -40,6 +40,7 @@ def jobs(tmp_path_factory) -> dict[str, Path]:
     return {job.name: job for sc in chosen for job in generate(out, sc)}
 
 
+@pytest.mark.slow
 def test_evidence_loads_as_the_truth_says(jobs):
     """Every stage's shards done once (multi-stage, shard ids restarting at 0), the status series
     per stage, the failures behind each crash-loop truth, and the abort."""
@@ -105,6 +106,7 @@ def test_scorer_counts_each_shard_and_cause():
     assert score(truth, []).fn == 3
 
 
+@pytest.mark.slow
 def test_issue15_targets(jobs):
     """0 findings on every healthy job; (shard, cause) precision and recall >= 0.95 on the faulty ones.
     Fails until the diagnosis holds on production-shaped evidence (issue 15)."""

@@ -238,6 +238,7 @@ def _prodjob_relation(scenario, tmp_path: Path) -> None:
             assert scaled == base, f"{job.name} x{k}: {sorted(scaled ^ base, key=str)}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", _prodjobs(PROD_QUICK), ids=lambda s: s.name)
 def test_production_shaped_job_gives_the_same_findings_at_any_scale(scenario, tmp_path):
     _prodjob_relation(scenario, tmp_path)

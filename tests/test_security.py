@@ -98,6 +98,7 @@ def test_a_malicious_pickled_actor_reply_runs_nothing(tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_servers_bind_loopback_unless_told_and_warn_otherwise(reference_job, tmp_path):
     start = next(
         e

@@ -51,6 +51,7 @@ def test_pypi_log_two_prefix_forms_in_one_file():
     assert task_crash.text.splitlines()[-1] == "ValueError: bad record 17" and "Traceback" in task_crash.text
 
 
+@pytest.mark.slow
 def test_docs_form_stuck_tail_with_infra_requeues():
     """The 12 h `4999/5000 … 180 dead` tail: the evidence the straggler analyzer needs."""
     ev = ev_of("coordinator_docs_form.log")
@@ -188,6 +189,7 @@ def test_generated_log_rebuilds_the_timeline(big_log):
     assert any("pull_task spam" in w for w in ev.warnings)
 
 
+@pytest.mark.slow
 def test_parallel_ranges_and_small_chunks_match_one_pass(big_log):
     path, _ = big_log
     one = logtext.scan_range(str(path), 0, path.stat().st_size)
@@ -229,6 +231,7 @@ def test_without_grep_large_files_are_scanned_in_python(big_log, monkeypatch):
     assert logtext.load([path], "big").config["status_lines"] == expected["status"]
 
 
+@pytest.mark.slow
 def test_benchmark_reports_a_ratio(monkeypatch):
     monkeypatch.setenv("ZDEBUG_BENCH_LOG_MB", "8")
     for result in bench_logparse.run(quick=True).values():

@@ -94,6 +94,7 @@ def _plan(draw):
     return rows, amend, ways
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_plan())
 def test_any_split_into_append_and_extend_keeps_the_same_rows(plan):

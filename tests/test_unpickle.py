@@ -163,6 +163,7 @@ def _plain(value):
     return str(value) if isinstance(value, bytes) else value
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(replies())
 def test_fuzz_any_reply_is_read_or_refused_in_one_line_quickly(reply):
