@@ -218,6 +218,7 @@ class Context:
     prog: progress.Progress
     pool: liveness.Pool
     stats: pd.DataFrame  # per-stage statistics (`outliers.stage_stats`)
+    bounds: pd.DataFrame  # per-stage start, end, wall_s (`tail.stage_bounds`)
     judged: pd.Series  # per shard row: its stage has enough finished peers to judge outliers
     solo: dict  # stage -> its last shard's alone stretch (`progress.alone`), or None
     idle: Callable[[str, float, float], float]  # idle worker-hours of a stage in [t0, t1]
@@ -256,6 +257,7 @@ def context(ev: Evidence, th: Thresholds, target: str | None, earlier) -> Contex
         prog=prog,
         pool=liveness.pool(ev),
         stats=stats,
+        bounds=stage_bounds(ev),
         judged=judged,
         solo={
             stage: progress.alone(ev, stage, stats["median_s"].get(stage, np.nan))
@@ -288,8 +290,8 @@ def analyze(ev: Evidence, th: Thresholds = Thresholds(), target: str | None = No
         headline=progress.headline(ev, ctx.prog, ctx.pool, ctx.shards, found),
         progress=ctx.prog,
         pool=ctx.pool,
-        stages=_stage_rows(ev, ctx.stats),
-        tail=tuple(episodes(ev)),
+        stages=_stage_rows(ev, ctx.stats, ctx.bounds),
+        tail=tuple(episodes(ev, ctx.bounds)),
         findings=tuple(found),
         crash_groups=tuple(ctx.groups),
         heartbeat_interval_s=ctx.hb,
@@ -437,7 +439,8 @@ def _stalled(ctx: Context, found: list[Finding]) -> list[Finding]:
 
 
 def _counters(ctx: Context, found: list[Finding]) -> list[Finding]:
-    return [*found, *counters.findings(ctx.ev, ctx.steps, found, earlier=ctx.earlier, shards=ctx.shards)]
+    run = counters.summarize(ctx.ev, ctx.shards, ctx.bounds)
+    return [*found, *counters.findings(ctx.ev, ctx.steps, found, earlier=ctx.earlier, run=run)]
 
 
 def _churn(ctx: Context, found: list[Finding]) -> list[Finding]:
@@ -620,8 +623,8 @@ FINDERS: tuple[Finder, ...] = (
 )
 
 
-def _stage_rows(ev: Evidence, stats: pd.DataFrame) -> tuple[StageRow, ...]:
-    walls = stage_bounds(ev)["wall_s"]
+def _stage_rows(ev: Evidence, stats: pd.DataFrame, bounds: pd.DataFrame) -> tuple[StageRow, ...]:
+    walls = bounds["wall_s"]
     names = [s.name for s in ev.stages] + [s for s in stats.index if s not in {x.name for x in ev.stages}]
     totals = {s.name: s.total for s in ev.stages}
     lines = ev.status.dropna(subset=["completed"]).groupby("stage", sort=False) if len(ev.status) else None

@@ -149,11 +149,14 @@ class Comparison:
 
 
 # -- summaries ---------------------------------------------------------------------------
-def summarize(ev: Evidence, shards: pd.DataFrame | None = None) -> Run:
+def summarize(ev: Evidence, shards: pd.DataFrame | None = None, bounds: pd.DataFrame | None = None) -> Run:
     """Every stage's counters: from shard attempts (items, bytes, user counters per shard), else
     Zephyr's per-stage totals (finelog), else the stage's last status line (`items=`); counters
-    known only for the whole job (`Final counters`, get_counters) go to a `(job)` row."""
-    walls = stage_bounds(ev)["wall_s"].to_dict() if len(ev.status) or len(ev.attempts) or ev.stages else {}
+    known only for the whole job (`Final counters`, get_counters) go to a `(job)` row. `shards`
+    (the shard table) and `bounds` (`tail.stage_bounds`): the analysis' own, when it has them."""
+    if bounds is None and (len(ev.status) or len(ev.attempts) or ev.stages):
+        bounds = stage_bounds(ev)
+    walls = bounds["wall_s"].to_dict() if bounds is not None else {}
     done = _done_attempts(ev) if shards is None else _done_shards(ev, shards)
     names = [s.name for s in ev.stages] + sorted(set(done["stage"].unique()) - {s.name for s in ev.stages})
     totals = {s.name: s.totals for s in ev.stages}

@@ -50,36 +50,37 @@ def stage_stats(
     shards: pd.DataFrame, totals: dict[str, int], queue_empty: dict[str, bool], th: Thresholds
 ) -> pd.DataFrame:
     """Per stage: counts, quantiles of finished run times, robust spread, its ticks, the outlier cut."""
+    code, names = pd.factorize(shards["stage"])  # stages in order of appearance
+    known = np.flatnonzero(code >= 0)
+    order = known[np.argsort(code[known], kind="stable")]
+    bounds = np.r_[0, np.cumsum(np.bincount(code[known], minlength=len(names)))]
+    col = {c: shards[c].to_numpy(dtype=float)[order] for c in ("run_s", "size", "rate", "cpu", "last_end")}
+    done_all = shards["done"].to_numpy(dtype=bool)[order]
+    running_all = shards["running"].to_numpy(dtype=bool)[order]
     rows = []
-    for stage, s in shards.groupby("stage", observed=True, sort=False):
-        done = s["done"].to_numpy(dtype=bool)
-        run = s["run_s"].to_numpy(dtype=float)
+    for k, stage in enumerate(names):
+        at = slice(bounds[k], bounds[k + 1])
+        done = done_all[at]
+        run = col["run_s"][at]
         fin = np.sort(run[done & (run > 0)])
-        total = max(totals.get(stage, 0), len(s))
+        total = max(totals.get(stage, 0), len(done))
         row = {
             "stage": stage,
             "total": total,
             "done": int(done.sum()),
-            "running": int(s["running"].sum()),
+            "running": int(running_all[at].sum()),
             "peers": len(fin),
-            "median_size": _median(s["size"][done]),
-            "median_rate": _median(s["rate"][done]),
-            "median_cpu": _median(s["cpu"][done]),
+            **{f"median_{c}": _median(col[c][at][done]) for c in ("size", "rate", "cpu")},
+            **dict(zip(("median_s", "p90_s", "p99_s"), _sorted_quantiles(fin, (0.5, 0.9, 0.99)), strict=True)),
         }
-        row.update(
-            zip(
-                ("median_s", "p90_s", "p99_s"),
-                np.quantile(fin, (0.5, 0.9, 0.99)) if len(fin) else [np.nan] * 3,
-                strict=True,
-            )
-        )
-        ends = s["last_end"].to_numpy(dtype=float)[done]
+        ends = col["last_end"][at][done]
         scale = TICK_SHARE * row["median_s"] if len(fin) else np.nan
         row["run_tick_s"] = float(np.fmax(scale, _resolution(fin)))
         row["tick_s"] = float(np.fmax(scale, _resolution(ends)))
-        row["sigma_log"], row["cut_s"] = _cut(fin, row["run_tick_s"], th)
+        logs = np.log(fin)
+        row["sigma_log"], row["cut_s"] = _cut(fin, logs, row["run_tick_s"], th)
         # a slow-but-normal run (the robust p90): what an outlier is replaced by to see what it held
-        normal = np.exp(_sorted_median(np.log(fin)) + NORMAL_Z * row["sigma_log"])
+        normal = np.exp(_sorted_median(logs) + NORMAL_Z * row["sigma_log"])
         row["normal_s"] = float(normal) if len(fin) else np.nan
         row["queue_empty"] = bool(queue_empty.get(stage, row["done"] + row["running"] >= total))
         row["judged"] = bool(len(fin) and row["queue_empty"] and row["done"] >= th.min_finished * total)
@@ -98,13 +99,13 @@ def _resolution(values: np.ndarray) -> float:
     return 0.0
 
 
-def _cut(fin: np.ndarray, tick: float, th: Thresholds) -> tuple[float, float]:
-    """(robust sigma of log run time, the run time above which a shard is an outlier); `fin` ascending."""
+def _cut(fin: np.ndarray, logs: np.ndarray, tick: float, th: Thresholds) -> tuple[float, float]:
+    """(robust sigma of log run time, the run time above which a shard is an outlier); `fin`
+    ascending, `logs` its logarithms."""
     if not len(fin):
         return np.nan, np.nan
     median = _sorted_median(fin)
     floors = [th.multiplier * median, median + th.min_excess_heartbeats * np.nan_to_num(tick)]
-    logs = np.log(fin)
     dev = np.abs(logs - _sorted_median(logs))
     # Half the shards or more ran the very same time: their spread is below the printed
     # resolution, and a mean deviation would be the outliers' own; the floors decide then.
@@ -175,6 +176,22 @@ def _sorted_median(v: np.ndarray) -> float:
     return float((v[(n - 1) // 2] + v[n // 2]) / 2) if n else np.nan
 
 
-def _median(values: pd.Series) -> float:
-    v = pd.to_numeric(values, errors="coerce").dropna()
-    return float(v.median()) if len(v) else np.nan
+def _sorted_quantiles(v: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """`np.quantile(v, qs)` (linear) of an ascending array, without sorting it again."""
+    if not len(v):
+        return [np.nan] * len(qs)
+    out = []
+    for q in qs:
+        pos = q * (len(v) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(v) - 1)
+        t = pos - lo
+        a, b = v[lo], v[hi]
+        out.append(float(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)))  # numpy's lerp
+    return out
+
+
+def _median(values: np.ndarray) -> float:
+    """The median of the numbers among `values` (NaN when none)."""
+    v = values[~np.isnan(values)]
+    return float(np.median(v)) if len(v) else np.nan

@@ -53,37 +53,44 @@ def empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=float) for c in SHARD_COLUMNS})
 
 
-def _num(frame: pd.DataFrame, col: str) -> pd.Series:
+def _num(frame: pd.DataFrame, col: str) -> np.ndarray:
+    """`col` as floats (NaN where absent or not a number); a sparse object column (a rare field,
+    None on most rows) converts only its values."""
     if col not in frame:
-        return pd.Series(np.nan, index=frame.index, dtype=float)
+        return np.full(len(frame), np.nan)
     s = frame[col]
-    if pd.api.types.is_float_dtype(s):
-        return s
-    if pd.api.types.is_integer_dtype(s) or pd.api.types.is_bool_dtype(s):
-        return s.astype(float)
-    try:  # an object column of numbers and None (NaN): numpy converts it in one pass
-        return pd.Series(s.to_numpy(dtype=float), index=s.index)
-    except (TypeError, ValueError):  # text among them: what is not a number is NaN
-        return pd.to_numeric(s, errors="coerce").astype(float)
+    if pd.api.types.is_float_dtype(s) or pd.api.types.is_integer_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return s.to_numpy(dtype=float)
+    out = np.full(len(s), np.nan)
+    there = np.flatnonzero(s.notna().to_numpy())
+    if len(there):
+        values = s.iloc[there]
+        try:  # numbers (and None): numpy converts them in one pass
+            out[there] = values.to_numpy(dtype=float)
+        except (TypeError, ValueError):  # text among them: what is not a number is NaN
+            out[there] = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    return out
 
 
-def _progress(ev: Evidence, hb: float, keys: _Keys, finished_items: pd.Series) -> pd.DataFrame:
+def _progress(
+    ev: Evidence, hb: float, keys: _Keys, attempt_keys: np.ndarray, finished_items: np.ndarray
+) -> pd.DataFrame:
     """Per (stage, shard, worker) key from heartbeat samples: last items/ts, longest and current
     no-progress span (seconds; a gap of several heartbeats ends a span: the worker died and
-    came back), peak RSS and mean CPU while holding the shard. `finished_items` (by key) is
-    the item count a done attempt reported: the last heartbeat may predate the end."""
+    came back), peak RSS and mean CPU while holding the shard. `finished_items` is the item count
+    each attempt (key `attempt_keys`) reported when done (NaN else): the last heartbeat may predate the end."""
     s = ev.samples
     cols = ["last_ts", "last_items", "plateau_s", "stalled_s", "plateau_now_s", "rss_max", "cpu"]
     empty = pd.DataFrame({c: pd.Series(dtype=float) for c in cols})
     if not len(s):
         return empty
-    shard, ts = _num(s, "shard").to_numpy(), _num(s, "ts").to_numpy()
+    shard, ts = _num(s, "shard"), _num(s, "ts")
     key = keys.encode(s["stage"], shard, s["worker"])
     ok = (key >= 0) & ~np.isnan(ts)
     if not ok.any():
         return empty
     key, ts = key[ok], ts[ok]
-    items, rss, cpu = (_num(s, c).to_numpy()[ok] for c in ("items", "rss_bytes", "cpu_pct"))
+    items, rss, cpu = (_num(s, c)[ok] for c in ("items", "rss_bytes", "cpu_pct"))
     order = np.lexsort((ts, key))
     key, ts, items, rss, cpu = key[order], ts[order], items[order], rss[order], cpu[order]
     moved = np.ones(len(key), dtype=bool)
@@ -95,7 +102,14 @@ def _progress(ev: Evidence, hb: float, keys: _Keys, finished_items: pd.Series) -
     plateau = (np.maximum.reduceat(ts, starts) - ts[starts])[run]
     frame = pd.DataFrame({"key": key, "ts": ts, "items": items, "plateau": plateau, "rss": rss, "cpu": cpu})
     # A span at the shard's last item count is it finishing (writing output, exiting), not a stall.
-    final = np.fmax(frame.groupby("key", sort=False)["items"].transform("max"), frame["key"].map(finished_items))
+    sampled_keys = pd.Index(key[starts]).unique()
+    at = sampled_keys.get_indexer(attempt_keys)
+    hit = np.flatnonzero(at >= 0)
+    reported = np.full(len(sampled_keys), np.nan)
+    np.fmax.at(reported, at[hit], finished_items[hit])
+    final = np.fmax(
+        frame.groupby("key", sort=False)["items"].transform("max").to_numpy(), reported[sampled_keys.get_indexer(key)]
+    )
     frame["midway"] = frame["plateau"].where(frame["items"] < final, 0.0)
     frame["stalled"] = frame["midway"].where(moved, 0.0)  # each span counted once
     return frame.groupby("key", sort=False).agg(
@@ -124,14 +138,15 @@ class _Keys:
         return np.where(ok, key, -1)
 
 
-def _col(a: pd.DataFrame, name: str) -> np.ndarray:
-    return a[name].to_numpy(dtype=object) if name in a else np.full(len(a), None, dtype=object)
+def _is(a: pd.DataFrame, col: str, value: str) -> np.ndarray:
+    """Rows whose `col` equals `value` (none when the column is absent)."""
+    return (a[col] == value).to_numpy(dtype=bool) if col in a else np.zeros(len(a), dtype=bool)
 
 
 def build(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
     """One row per (stage, shard): span, attempts, failures, and its newest attempt."""
     a = ev.attempts
-    shard = _num(a, "shard").to_numpy()
+    shard = _num(a, "shard")
     rows = np.flatnonzero(~np.isnan(shard))  # positions in ev.attempts
     if len(rows) < len(a):
         a, shard = a.iloc[rows], shard[rows]
@@ -148,37 +163,32 @@ def build(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
     running = (outcome == "running").to_numpy(dtype=bool)
     failed = (outcome == "failed").to_numpy(dtype=bool)
     is_done = (outcome == "done").to_numpy(dtype=bool)
-    start, end, secs = (_num(a, c).to_numpy() for c in ("start_ts", "end_ts", "elapsed_s"))
+    start, end, secs = (_num(a, c) for c in ("start_ts", "end_ts", "elapsed_s"))
     secs = np.where(running, ev.now - start, np.where(np.isnan(secs), end - start, secs))
-    items = _num(a, "items").to_numpy()
-    progress = _progress(ev, hb, keys, pd.Series(np.where(is_done, items, np.nan)).groupby(key3).max())
+    items = _num(a, "items")
+    progress = _progress(ev, hb, keys, key3, np.where(is_done, items, np.nan))
     at = pd.Index(progress.index).get_indexer(key3)
-    seen = at >= 0
 
-    def sampled(col: str, rows: np.ndarray) -> np.ndarray:
-        values = progress[col].to_numpy(dtype=float)
-        return (
-            np.where(at[rows] >= 0, values[np.maximum(at[rows], 0)], np.nan)
-            if seen.any()
-            else np.full(len(rows), np.nan)
-        )
+    def sampled(col: str, where: np.ndarray) -> np.ndarray:
+        """`col` of the progress rows at `where` (NaN at -1: no samples, most finished attempts)."""
+        out = np.full(len(where), np.nan)
+        hit = np.flatnonzero(where >= 0)
+        out[hit] = progress[col].to_numpy(dtype=float)[where[hit]]
+        return out
 
-    every = np.arange(len(a))
     # The limit is per process: a subprocess attempt's own peak (wait4) is the number to compare; the
     # heartbeat samples add the worker's RSS to its child's, so they stand in only when there is none.
-    peak = _num(a, "peak_rss_bytes").to_numpy()
-    rss = np.where(np.isnan(peak), sampled("rss_max", every), peak)
+    peak = _num(a, "peak_rss_bytes")
+    rss = np.where(np.isnan(peak), sampled("rss_max", at), peak)
     limit = ev.config.get("memory_limit_mb")
     near = rss >= th.memory_near * float(limit) * (1 << 20) if limit else np.zeros(len(a), dtype=bool)
-    oom = failed & (
-        (pd.Series(_col(a, "failure")) == "oom").to_numpy() | (_num(a, "returncode").to_numpy() == -9) | near
-    )
+    oom = failed & (_is(a, "failure", "oom") | (_num(a, "returncode") == -9) | near)
     task_fail = failed & (kind == TASK).to_numpy(dtype=bool)
     infra_fail = failed & (kind == INFRA).to_numpy(dtype=bool)
     killed = oom_killed_workers(ev)  # Iris: the worker's task was OOM-killed, the log says heartbeat timeout
     if killed:
         oom |= infra_fail & a["worker"].isin(killed).to_numpy(dtype=bool)
-    order = np.lexsort((_num(a, "attempt").fillna(0).to_numpy(), key))
+    order = np.lexsort((np.nan_to_num(_num(a, "attempt")), key))
     ks = key[order]
     first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
     last = order[np.r_[first[1:] - 1, len(order) - 1]]
@@ -190,52 +200,62 @@ def build(ev: Evidence, hb: float, th: Thresholds) -> pd.DataFrame:
 
     failed_at = np.maximum.reduceat(np.where(failed[order], np.arange(len(order)), -1), first)
     lost = np.unique(group[task_fail | infra_fail] * (len(worker_names) + 1) + worker_code[task_fail | infra_fail])
-    out = pd.DataFrame(
+    done = total(is_done) > 0
+    first_start, last_end, secs_total = (
+        np.fmin.reduceat(start[order], first),
+        np.fmax.reduceat(end[order], first),
+        total(np.nan_to_num(secs)),
+    )
+    at_last = at[last]
+    heard = {
+        col: sampled(col, at_last)
+        for col in ("last_ts", "last_items", "plateau_s", "stalled_s", "plateau_now_s", "cpu")
+    }
+    elapsed = np.where(done, last_end, ev.now) - first_start
+    # Progress so far of a running attempt comes from its heartbeat samples.
+    live = running[last]
+    since = heard["last_ts"] - start[last]
+    since = np.where(since >= 0, since, np.nan)
+    done_items = np.where(live, np.where(np.isnan(since), np.nan, heard["last_items"]), items[last])
+    # A reduce shard's rows: ScatterReader's chunk count x its largest chunk (items count outputs there).
+    rows_in = (
+        (_num(a, "input_chunks") * _num(a, "max_chunk_rows"))[last]
+        if "input_chunks" in a
+        else np.full(len(last), np.nan)
+    )
+    rate_secs = np.where(live, since, secs[last])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(rate_secs > 0, done_items / rate_secs, np.nan)
+    return pd.DataFrame(
         {
             "stage": pd.Categorical.from_codes(stage_code[last], stage_names),
             "shard": shard[last],
             "worker": pd.Categorical.from_codes(worker_code[last], worker_names),
-            "running": running[last],
-            "first_start": np.fmin.reduceat(start[order], first),
-            "last_end": np.fmax.reduceat(end[order], first),
-            "done": total(is_done) > 0,
+            "running": live,
+            "first_start": first_start,
+            "last_end": last_end,
+            "done": done,
             "attempts": np.bincount(group, minlength=len(first)),
             "task_failures": total(task_fail).astype(int),
             "infra_failures": total(infra_fail).astype(int),
             "oom_attempts": total(oom).astype(int),
             "burned_s": total(np.where(failed, np.nan_to_num(secs), 0.0)),
-            "secs_total": total(np.nan_to_num(secs)),
+            "secs_total": secs_total,
             "rss_max": np.fmax.reduceat(rss[order], first),
             "failed_workers": np.bincount(lost // (len(worker_names) + 1), minlength=len(first)),
             "start": start[last],
             "secs": secs[last],
-            "items": items[last],
-            "bytes": _num(a, "bytes").to_numpy()[last],
+            "items": done_items,
+            "bytes": _num(a, "bytes")[last],
             # how long the finished attempt ran (its peers' yardstick), and the newest failed attempt
             "run_s": np.where(is_done[last], secs[last], np.nan),  # `done in X s` when logged: prefix times are 1 s
             "failed_row": np.where(failed_at >= 0, rows[order[np.maximum(failed_at, 0)]], -1),
+            **heard,
+            "elapsed_s": np.where(np.isnan(elapsed), secs_total, elapsed),
+            "size": np.where(np.isnan(rows_in), done_items, rows_in),
+            "size_is_rows": ~np.isnan(rows_in),
+            "rate_secs": rate_secs,
+            "rate": rate,
         },
         copy=False,
     )
-    for col in ("last_ts", "last_items", "plateau_s", "stalled_s", "plateau_now_s", "cpu"):
-        out[col] = sampled(col, last)
-    span_end = np.where(out["done"], out["last_end"], ev.now)
-    elapsed = span_end - out["first_start"].to_numpy()
-    out["elapsed_s"] = np.where(np.isnan(elapsed), out["secs_total"], elapsed)
-    # Progress so far of a running attempt comes from its heartbeat samples.
-    live = out["running"].to_numpy()
-    since = out["last_ts"].to_numpy() - out["start"].to_numpy()
-    since = np.where(since >= 0, since, np.nan)
-    out["items"] = np.where(live, np.where(np.isnan(since), np.nan, out["last_items"]), out["items"])
-    # A reduce shard's rows: ScatterReader's chunk count x its largest chunk (items count outputs there).
-    rows_in = (
-        (_num(a, "input_chunks") * _num(a, "max_chunk_rows")).to_numpy()[last]
-        if "input_chunks" in a
-        else np.full(len(out), np.nan)
-    )
-    out["size"] = np.where(np.isnan(rows_in), out["items"], rows_in)
-    out["size_is_rows"] = ~np.isnan(rows_in)
-    out["rate_secs"] = np.where(live, since, out["secs"])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["rate"] = np.where(out["rate_secs"] > 0, out["items"] / out["rate_secs"], np.nan)
-    return out

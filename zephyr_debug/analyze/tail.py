@@ -80,8 +80,9 @@ def stage_bounds(ev: Evidence) -> pd.DataFrame:
     return out[["start", "end", "wall_s"]]
 
 
-def episodes(ev: Evidence) -> list[Episode]:
-    """Each tail episode: stage, start, duration_s, share of the stage's wall time, shards in flight."""
+def episodes(ev: Evidence, bounds: pd.DataFrame | None = None) -> list[Episode]:
+    """Each tail episode: stage, start, duration_s, share of the stage's wall time, shards in flight
+    (`bounds`: `stage_bounds(ev)` when the caller has it)."""
     st = ev.status
     if not len(st):
         return []
@@ -95,7 +96,7 @@ def episodes(ev: Evidence) -> list[Episode]:
     run = ((tail != tail.shift()) | (st["stage"] != st["stage"].shift())).cumsum()
     # An episode ends at the next status row (the first one out of the tail), else at the stage end.
     st["next_ts"] = st["ts"].shift(-1).where(st["stage"] == st["stage"].shift(-1))
-    bounds = stage_bounds(ev)
+    bounds = stage_bounds(ev) if bounds is None else bounds
     groups = st[tail].groupby(run[tail])
     eps = groups.agg(
         stage=("stage", "first"), start=("ts", "first"), last=("ts", "last"), in_flight=("in_flight", "max")

@@ -118,7 +118,9 @@ def rank(ev: Evidence, sort: str = "memory", limit: int | None = None) -> Worker
         "outliers",
         *[f"z_{m}" for m in metrics],
     ]
-    return WorkerRanking(ev.job, sort, tuple(w[cols].to_dict("records")), limit_mb)
+    columns = [w[c].tolist() for c in cols]  # native Python values, a column at a time
+    rows = tuple(dict(zip(cols, row, strict=True)) for row in zip(*columns, strict=True))
+    return WorkerRanking(ev.job, sort, rows, limit_mb)
 
 
 def _shards(ev: Evidence) -> tuple[pd.Series, pd.Series]:
