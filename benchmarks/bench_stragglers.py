@@ -42,6 +42,7 @@ def build(shards: int = 1_000_000, workers: int = 10_000, stages: int = 10, seed
     hung = running & (rng.random(len(shard)) < 0.1)
     start[running] = now - rng.uniform(30, 120, len(shard))[running]  # in flight: started recently ...
     start[hung] = now - 600.0  # ... except the hung ones
+    running |= start + secs > now  # a shard that would end after `now` is still in flight
     names = np.array([f"zephyr-bench-p0-workers-{i}" for i in range(workers)], dtype=object)
     stage_names = np.array([f"stage{i}-Map" for i in range(stages)], dtype=object)
     attempts = pd.DataFrame(
@@ -116,9 +117,12 @@ def build(shards: int = 1_000_000, workers: int = 10_000, stages: int = 10, seed
         ],
     )
     key = list(zip(attempts["stage"], attempts["shard"], strict=True))
-    # A straggler held its stage: it ended after every shard untouched by a fault (+ a heartbeat).
-    end = start + secs
-    natural = pd.Series(np.where(skew | slow | running, -np.inf, end)).groupby(stage_idx).transform("max").to_numpy()
+    # A straggler held its stage: it ended after every shard untouched by a fault (+ a heartbeat);
+    # an untouched shard still in flight holds its stage open until `now` (a shard that ended while
+    # it ran held nothing).
+    end = np.where(running, now, start + secs)
+    untouched = np.where(skew | slow | hung, -np.inf, end)
+    natural = pd.Series(untouched).groupby(stage_idx).transform("max").to_numpy()
     late = ~running & (end > natural + HB)
     truth = {
         "data-skew": {key[i] for i in np.flatnonzero(skew & late)},
