@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from zephyr_debug.analyze import orderstats
 from zephyr_debug.analyze.churn import clock
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.analyze.tail import stage_bounds
@@ -215,7 +216,7 @@ def _done_shards(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
     done = shards["done"].to_numpy(dtype=bool)
     out = pd.DataFrame(
         {
-            "stage": shards["stage"].iloc[np.flatnonzero(done)].reset_index(drop=True),
+            "stage": _take(shards["stage"], done),
             **{
                 col: shards[src].to_numpy(dtype=float)[done]
                 for col, src in (("shard", "shard"), ("items", "items"), ("bytes", "bytes"), ("elapsed_s", "run_s"))
@@ -225,7 +226,8 @@ def _done_shards(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
     )
     a = ev.attempts
     if "counters" in a and len(a):
-        counted = a[a["counters"].notna() & (a["outcome"] == "done")]
+        counted = a[a["counters"].notna().to_numpy()]
+        counted = counted[(counted["outcome"] == "done").to_numpy()]
         if len(counted):
             by_key = {
                 (st, int(sh)): c
@@ -237,6 +239,13 @@ def _done_shards(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
                 else None
             )
     return out
+
+
+def _take(stage: pd.Series, rows: np.ndarray) -> pd.Series:
+    """The stage names at the `rows` mask (a categorical's codes, not its strings, are taken)."""
+    if isinstance(stage.dtype, pd.CategoricalDtype):
+        return pd.Series(pd.Categorical.from_codes(stage.cat.codes.to_numpy()[rows], dtype=stage.dtype))
+    return stage[rows].reset_index(drop=True)
 
 
 def _stage(name: str, wall: float | None, done: pd.DataFrame, totals: dict, status_items: float | None) -> Stage:
@@ -270,13 +279,16 @@ def _stage(name: str, wall: float | None, done: pd.DataFrame, totals: dict, stat
         rates = np.where(secs > 0, n_items / secs, np.nan)
     rates = rates[np.isfinite(rates)]
     known = n_items[~np.isnan(n_items)]
+    median_items = float(np.median(known)) if len(known) and ITEMS not in per_shard else None
+    if ITEMS in per_shard:  # the same items: their median is taken
+        median_items = counters[ITEMS].median
     ordered = sorted(counters.values(), key=lambda c: (c.name not in (ITEMS, BYTES), c.name != ITEMS, c.name))
     return Stage(
         name,
         wall,
         len(done),
         float(np.median(rates)) if len(rates) else None,
-        float(np.median(known)) if len(known) else None,
+        median_items,
         tuple(ordered),
     )
 
@@ -286,14 +298,16 @@ def _from_shards(name: str, shards: np.ndarray, values: np.ndarray, wall: float 
         return Counter(name, 0.0, _div(0.0, wall), None)
     total = float(values.sum())
     lo, hi = int(np.argmin(values)), int(np.argmax(values))
+    ordered = orderstats.partitioned(values, (0.99,))
+    nan = np.isnan(total)  # numpy's median and quantile of values with a NaN are NaN
     return Counter(
         name,
         total,
         _div(total, wall),
         None,
         shards=int(np.count_nonzero(values)),
-        median=float(np.median(values)),
-        p99=float(np.quantile(values, 0.99)),
+        median=np.nan if nan else orderstats.median(ordered),
+        p99=np.nan if nan else orderstats.quantiles(ordered, (0.99,))[0],
         low=(int(shards[lo]), float(values[lo])),
         high=(int(shards[hi]), float(values[hi])),
     )

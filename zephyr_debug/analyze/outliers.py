@@ -20,6 +20,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
+from zephyr_debug.analyze import orderstats
 from zephyr_debug.analyze.thresholds import MAD_TO_SIGMA, MIN_ROBUST_PEERS, TICK_SHARE, Thresholds
 
 NORMAL_Z = 1.2816  # the 90th percentile of a normal distribution
@@ -71,7 +72,7 @@ def stage_stats(
             "running": int(running_all[at].sum()),
             "peers": len(fin),
             **{f"median_{c}": _median(col[c][at][done]) for c in ("size", "rate", "cpu")},
-            **dict(zip(("median_s", "p90_s", "p99_s"), _sorted_quantiles(fin, (0.5, 0.9, 0.99)), strict=True)),
+            **dict(zip(("median_s", "p90_s", "p99_s"), orderstats.quantiles(fin, (0.5, 0.9, 0.99)), strict=True)),
         }
         ends = col["last_end"][at][done]
         scale = TICK_SHARE * row["median_s"] if len(fin) else np.nan
@@ -80,7 +81,7 @@ def stage_stats(
         logs = np.log(fin)
         row["sigma_log"], row["cut_s"] = _cut(fin, logs, row["run_tick_s"], th)
         # a slow-but-normal run (the robust p90): what an outlier is replaced by to see what it held
-        normal = np.exp(_sorted_median(logs) + NORMAL_Z * row["sigma_log"])
+        normal = np.exp(orderstats.median(logs) + NORMAL_Z * row["sigma_log"])
         row["normal_s"] = float(normal) if len(fin) else np.nan
         row["queue_empty"] = bool(queue_empty.get(stage, row["done"] + row["running"] >= total))
         row["judged"] = bool(len(fin) and row["queue_empty"] and row["done"] >= th.min_finished * total)
@@ -104,16 +105,16 @@ def _cut(fin: np.ndarray, logs: np.ndarray, tick: float, th: Thresholds) -> tupl
     ascending, `logs` its logarithms."""
     if not len(fin):
         return np.nan, np.nan
-    median = _sorted_median(fin)
+    median = orderstats.median(fin)
     floors = [th.multiplier * median, median + th.min_excess_heartbeats * np.nan_to_num(tick)]
-    dev = np.abs(logs - _sorted_median(logs))
+    dev = np.abs(logs - orderstats.median(logs))
     # Half the shards or more ran the very same time: their spread is below the printed
     # resolution, and a mean deviation would be the outliers' own; the floors decide then.
     sigma = float(np.median(dev)) * MAD_TO_SIGMA
     if len(fin) < MIN_ROBUST_PEERS:
         return sigma, max(floors)
     z = max(th.outlier_z, NormalDist().inv_cdf(1 - th.false_rate / len(fin)))
-    floors.append(float(np.exp(_sorted_median(logs) + z * sigma)))
+    floors.append(float(np.exp(orderstats.median(logs) + z * sigma)))
     return sigma, max(floors)
 
 
@@ -168,27 +169,6 @@ def _stage_max(stage: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
     out = np.full(n, -np.inf)
     np.fmax.at(out, stage, np.where(np.isnan(values), -np.inf, values))
     return np.where(np.isinf(out), np.nan, out)
-
-
-def _sorted_median(v: np.ndarray) -> float:
-    """The median of an ascending array, without the partition `np.median` does."""
-    n = len(v)
-    return float((v[(n - 1) // 2] + v[n // 2]) / 2) if n else np.nan
-
-
-def _sorted_quantiles(v: np.ndarray, qs: tuple[float, ...]) -> list[float]:
-    """`np.quantile(v, qs)` (linear) of an ascending array, without sorting it again."""
-    if not len(v):
-        return [np.nan] * len(qs)
-    out = []
-    for q in qs:
-        pos = q * (len(v) - 1)
-        lo = int(pos)
-        hi = min(lo + 1, len(v) - 1)
-        t = pos - lo
-        a, b = v[lo], v[hi]
-        out.append(float(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)))  # numpy's lerp
-    return out
 
 
 def _median(values: np.ndarray) -> float:
