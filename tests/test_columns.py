@@ -93,6 +93,7 @@ def test_counters_keep_names_whole_and_gauges_have_no_rate(tmp_path):
     assert rows["zephyr/worker/cpu_time"][2] != "-"  # a counter keeps its rate
 
 
+@pytest.mark.slow
 def test_watch_failures_keep_worker_and_kind_whole(reference_job, jobs_root):
     result = reference_job("crash-loop:2", workers=2, shards=4, stages=1)
     out = text(["watch", result.execution_id, "--once"], 80, jobs_root.parent)

@@ -30,6 +30,7 @@ def _json(*args: str) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["status", "diagnose"])
 def test_one_status_line_in_a_tail_is_not_healthy(command, tmp_path):
     path = tmp_path / "tail.log"

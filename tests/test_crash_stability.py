@@ -205,6 +205,7 @@ def _reference_crash(tmp: Path, layout: str, call: str) -> str:
     return _crash(sys.executable, ["-c", script], tmp)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "call",
     [

@@ -61,6 +61,7 @@ def test_every_kind_the_analysis_emits_has_a_playbook():
     assert not missing, missing
 
 
+@pytest.mark.slow
 def test_analysis_is_pure_over_evidence(reference_job):
     ev = load(str(reference_job(workers=2, shards=4).job_dir))
     before = (len(ev.attempts), len(ev.crashes), list(ev.warnings))

@@ -198,6 +198,7 @@ def test_the_job_input_copies_crashes_and_leaves_the_evidence_alone():
     assert "KeyError" not in found.text and ev.crashes[0].text == text and found is not crash
 
 
+@pytest.mark.slow
 def test_text_output_shows_the_raw_message_not_its_template_and_1_based_attempts():
     log = (
         "2026-12-02 21:59:16,743 INFO zephyr.worker: [w-1] Executing stage stage0-Map shard 7 (attempt 0)\n"

@@ -65,6 +65,7 @@ def test_every_append_gives_the_full_read(tmp_path, seed, shards, task_errors, a
         assert diff == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["infra-crash", "healthy-50", "stuck"])
 def test_a_production_shaped_log_grown_line_by_line_chunks(tmp_path, name):
     """A coordinator log of a production-shaped job (tracebacks, dumps) cut into 8 appends."""

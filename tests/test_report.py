@@ -333,6 +333,7 @@ def _evidence_dir(tmp_path: Path) -> Path:
     return logs
 
 
+@pytest.mark.slow
 def test_report_never_writes_through_a_symlink_at_its_target(tmp_path):
     """An evidence dir unpacked from someone else holds `report.html -> a file of ours`: refused in
     one line (exit 3), the file untouched; the same for `-o LINK`, a dangling link included."""

@@ -77,6 +77,7 @@ def test_a_fifo_reads_as_the_file(plain, tmp_path):
         writer.join(timeout=30)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ext", sorted(PACK))
 def test_compressed_logs_read_as_plain(ext, plain, tmp_path):
     path = tmp_path / f"coordinator.log.{ext}"

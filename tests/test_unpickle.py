@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import pickle
 import struct
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,17 +17,15 @@ from hypothesis import strategies as st
 from zephyr_debug.errors import ZdebugError
 from zephyr_debug.sources.unpickle import LIMITS, plain_data
 
-QUICK_S = 30.0  # a hang guard: any reply, however hostile, is read or refused long before this, even on a busy machine
+# A reply that would blow up (a DAG of 2^40 nodes, gigabytes of memo) hangs or dies here: pytest-timeout
+# (pyproject) ends a hang; nothing in this file times a read.
 
 
-def _timed(data: bytes):
-    start = time.monotonic()
+def _read(data: bytes):
     try:
         value, error = plain_data(data), None
     except ZdebugError as exc:
         value, error = None, str(exc)
-    took = time.monotonic() - start
-    assert took < QUICK_S, f"{took:.1f}s for {data[:60]!r}"
     assert error is None or "\n" not in error
     return value, error
 
@@ -43,12 +40,12 @@ def _doubling(times: int) -> list:
 def test_a_257_byte_dag_of_2_to_the_40_nodes_is_refused_at_once():
     data = pickle.dumps(_doubling(40))
     assert len(data) < 300
-    value, error = _timed(data)
+    value, error = _read(data)
     assert value is None and "objects" in error and f"{LIMITS.objects:,}" in error
 
 
 def test_a_small_dag_keeps_its_sharing():
-    value, error = _timed(pickle.dumps({"a": _doubling(12)}))
+    value, error = _read(pickle.dumps({"a": _doubling(12)}))
     assert error is None
     x = value["a"]
     assert x[0] is x[1] and x[0][0] is x[1][1]  # not expanded into a tree of 8k lists
@@ -58,16 +55,16 @@ def test_a_small_dag_keeps_its_sharing():
 def test_deep_nesting_is_refused_by_the_depth_limit():
     n = 100_000
     data = b"\x80\x02" + b"]" * n + b"a" * (n - 1) + b"."  # n empty lists, each appended to the one below
-    _, error = _timed(data)
+    _, error = _read(data)
     assert "nesting deeper than" in error and f"{LIMITS.depth:,}" in error
-    ok, error = _timed(b"\x80\x02" + b"]" * 10 + b"a" * 9 + b".")
+    ok, error = _read(b"\x80\x02" + b"]" * 10 + b"a" * 9 + b".")
     assert error is None and ok == [[[[[[[[[[]]]]]]]]]]
 
 
 def test_a_cycle_is_refused():
     x: list = []
     x.append(x)
-    _, error = _timed(pickle.dumps(x))
+    _, error = _read(pickle.dumps(x))
     assert "nesting deeper than" in error
 
 
@@ -91,7 +88,7 @@ def test_a_cycle_is_refused():
     ],
 )
 def test_huge_declared_sizes_are_refused_before_anything_is_allocated(name, data, needle):
-    value, error = _timed(data)
+    value, error = _read(data)
     if needle is None:
         assert error is not None or value == "bytearray(b'')"  # bytearray(int) builds an empty one
     else:
@@ -100,7 +97,7 @@ def test_huge_declared_sizes_are_refused_before_anything_is_allocated(name, data
 
 def test_strings_shared_many_times_count_each_time():
     big = "x" * (1 << 20)
-    _, error = _timed(pickle.dumps([big] * 100))  # 1 MB pickled, 100 MB of JSON once expanded
+    _, error = _read(pickle.dumps([big] * 100))  # 1 MB pickled, 100 MB of JSON once expanded
     assert "string bytes" in error
 
 
@@ -168,7 +165,7 @@ def _plain(value):
 @given(replies())
 def test_fuzz_any_reply_is_read_or_refused_in_one_line_quickly(reply):
     value, protocol, how, data = reply
-    got, error = _timed(data)
+    got, error = _read(data)
     if how == "intact":
         assert error is None or "over the limit" in error, error
         if error is None and protocol >= 3:  # before 3, bytes pickle as a call of _codecs.encode
@@ -178,5 +175,5 @@ def test_fuzz_any_reply_is_read_or_refused_in_one_line_quickly(reply):
 def test_a_reply_naming_os_system_runs_nothing(tmp_path):
     marker = tmp_path / "pwned"
     for protocol in range(6):
-        _timed(pickle.dumps({"status": _Exploit(str(marker))}, protocol=protocol))
+        _read(pickle.dumps({"status": _Exploit(str(marker))}, protocol=protocol))
     assert not marker.exists()
