@@ -9,10 +9,11 @@ from benchmarks.bench_demo import BURNERS, burners, demo_findings, wrong
 
 @pytest.mark.slow
 @pytest.mark.alone
-def test_the_demo_tells_the_truth_under_load(tmp_path):
-    """One run beside CPU burners; `python -m benchmarks demo` repeats it and counts the misses."""
+def test_the_demo_tells_the_truth_three_times_under_load(tmp_path):
+    """Three runs beside CPU burners (issue 27 item 7); `python -m benchmarks demo` runs ten."""
     with burners(BURNERS):
-        assert wrong(demo_findings(tmp_path)) == []
+        problems = {i: wrong(demo_findings(tmp_path / str(i))) for i in range(3)}
+    assert problems == {0: [], 1: [], 2: []}
 
 
 @pytest.mark.parametrize(

@@ -124,6 +124,23 @@ def test_a_cloud_logging_export_newest_first_reads_as_oldest_first(name, tmp_pat
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_json_lines_newest_first_read_as_oldest_first(name, tmp_path):
+    """The same export one entry per line (a viewer's `.jsonl` download, `gcloud … | jq -c '.[]'`),
+    with a line that is no record: newest first reads as oldest first, and says so."""
+    entries = cloud_logging((CAPTURES / name / "coordinator.log").read_text())
+    want = []
+    for order, entries_in in (("oldest", entries), ("newest", entries[::-1])):
+        export = tmp_path / f"{order}.jsonl"
+        export.write_text("".join(json.dumps(e) + "\n" for e in entries_in) + '{"not": "a record"}\n')
+        a = analyze(load(str(export)))
+        want.append((a.state, sorted((f.kind, f.stage, f.shard) for f in a.findings), a.progress.completed))
+        moved = [w for w in a.warnings if "not in time order" in w]
+        assert (order == "newest") == bool(moved), (order, a.warnings)
+        assert not moved or "1 line(s) that are no log record skipped" in moved[0], moved
+    assert want[0] == want[1]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_a_capture_as_written_is_not_rewritten(name):
     path = CAPTURES / name / "coordinator.log"
     assert streams.readable(path, name) == path

@@ -100,12 +100,7 @@ def _batch(tl: Timeline, rows: DenseRows, lo: int, hi: int, source: str) -> bool
     if held is None:
         return False
     # -- plain: apply -------------------------------------------------------------------------
-    tl.events += hi - lo
-    tl.timed += hi - lo  # every bulk row has its Python logging time
-    tl.source_now = source
-    top = float(ts.max())
-    if tl.last_ts is None or top > tl.last_ts:
-        tl.last_ts = top
+    tl.seen_rows(hi - lo, float(ts.max()), source)  # every bulk row has its Python logging time
     _stages(tl, rows, lo, hi, st)
     new = table.add_many(words, ex_stage, ex_shard, attempt, worker[ex], ts[ex], "running", heads)
     row_of_ex = np.full(hi - lo, -1, np.int64)
@@ -165,19 +160,15 @@ def _holders(tl: Timeline, rows: DenseRows, lo: int, hi: int, order, same, sourc
     shards = shard[last].tolist()
     stages = [rows.words[c] for c in rows.stage[lo:hi][last].tolist()]
     attempts = rows.ints["attempt"][lo:hi][last].tolist()
-    workers, holding = tl.workers, tl.holding
+    holding = tl.holding
     for g, name, is_busy, k, top in zip(by_first.tolist(), names, busy, shards, tops[by_first].tolist(), strict=True):
-        w = workers.get(name)
+        w = tl.workers.get(name)
         if w is not None and w.get("source") != source and w["last_seen"] is not None:
             for j in order[starts[g] : ends[g] + 1].tolist():  # its state came from another file: row by row
                 b = kind[j] == EXECUTING
                 tl.worker(name, float(ts[j]), state="busy" if b else "ready", shard=int(shard[j]) if b else None)
-        else:
-            if w is None:
-                w = workers[name] = {"worker": name, "state": "ready", "last_seen": None, "shard": None}
-            w["last_seen"] = top if w["last_seen"] is None else max(top, w["last_seen"])
-            w["source"] = source
-            w["state"], w["shard"] = ("busy", k) if is_busy else ("ready", None)
+        else:  # this file's rows alone: its newest row decides, seen at its latest time
+            tl.worker(name, top, state="busy" if is_busy else "ready", shard=k if is_busy else None)
     for name, is_busy, stage, k, a in zip(names, busy, stages, shards, attempts, strict=True):
         if is_busy:
             holding[name] = (stage, k, a)

@@ -131,8 +131,10 @@ def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
     try:
         data = parse_json(text)
     except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data" and body.startswith(b"{"):
-            return "log", None  # JSON lines: Iris log records
+        if exc.msg == "Extra data" and body.startswith(b"{"):  # JSON lines: Iris / Cloud Logging records
+            records, skipped = _json_lines(text)
+            ordered, moved = _in_time_order(file, records, skipped)
+            return ("records", ordered) if moved else ("log", None)  # in order: read as the log it is
         raise EvidenceError(f"{file}:{exc.lineno}: invalid or truncated JSON ({exc.msg})") from None
     except RecursionError:
         raise EvidenceError(f"{file}:1: JSON nested too deeply") from None
@@ -152,21 +154,44 @@ def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
     if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
         records = [r for r in map(logtext.record, data) if r is not None]
         if records:  # an export (Cloud Logging lists the newest first): in time order
-            seconds = [int(r[0]) for r in records if r[0] is not None]  # whole: one export may mix resolutions
-            timed = len(seconds) == len(records)
-            back = sum(b < a for a, b in itertools.pairwise(seconds))
-            if not timed or not back:
-                return "records", records
-            streams.NOTES.append(f"{file}: entries not in time order (newest first?); read oldest first")
-            if back > sum(b > a for a, b in itertools.pairwise(seconds)):
-                records.reverse()  # newest first: entries of one second then keep their order too
-            return "records", sorted(records, key=lambda r: int(r[0] or 0))
+            return "records", _in_time_order(file, records)[0]
     status = jobstatus.from_dict(data, str(file)) if isinstance(data, dict) else None
     if status is not None:
         return "status", status
     if counters.is_counters(data):
         return "counters", counters.counters(data)
     return None, None
+
+
+def _json_lines(text: str) -> tuple[list[tuple[float | None, str]], int]:
+    """The log records of a JSON Lines text, and how many non-blank lines were none."""
+    records, skipped = [], 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            got = logtext.record(json.loads(line))
+        except (ValueError, RecursionError):
+            got = None
+        if got is None:
+            skipped += 1
+        else:
+            records.append(got)
+    return records, skipped
+
+
+def _in_time_order(file: Path, records: list, skipped: int = 0) -> tuple[list, bool]:
+    """`records` oldest first (an export may list the newest first), and whether they moved; a
+    move is said in a note (with the `skipped` lines that were no record)."""
+    seconds = [int(r[0]) for r in records if r[0] is not None]  # whole: one export may mix resolutions
+    back = sum(b < a for a, b in itertools.pairwise(seconds))
+    if len(seconds) < len(records) or not back:
+        return records, False
+    unread = f"; {skipped:,} line(s) that are no log record skipped" if skipped else ""
+    streams.NOTES.append(f"{file}: entries not in time order (newest first?); read oldest first{unread}")
+    if back > sum(b > a for a, b in itertools.pairwise(seconds)):
+        records = records[::-1]  # newest first: entries of one second then keep their order too
+    return sorted(records, key=lambda r: int(r[0] or 0)), True
 
 
 def _text(file: Path) -> str:

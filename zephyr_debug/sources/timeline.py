@@ -84,6 +84,14 @@ class Timeline:
         if ts is not None and (self.last_ts is None or ts > self.last_ts):
             self.last_ts = ts
 
+    def seen_rows(self, n: int, newest: float, source: str) -> None:
+        """`seen` for n timed event lines at once (the bulk fold), `newest` the latest time."""
+        self.events += n
+        self.timed += n
+        self.source_now = source
+        if self.last_ts is None or newest > self.last_ts:
+            self.last_ts = newest
+
     def on_status(self, ts, g, *_):
         row = {col: int(g[key]) if key in g else None for col, key in STATUS_FIELDS}
         if row["registered"] is None and "workers" in g:  # older form: `…, 488 workers`
