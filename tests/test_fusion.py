@@ -99,3 +99,50 @@ def test_other_workers_stay_apart():
     names = ("zephyr-p-workers-a0-5:0", "zephyr-p-workers-a0-57:0", "zephyr-q-workers-5", "w-1")
     keys = [workerid.key(n) for n in names]
     assert len(set(keys)) == len(keys)
+
+
+CAPTURES = Path(__file__).parent / "data" / "realcaptures"
+CAPTURE_NAMES = sorted(p.name for p in CAPTURES.iterdir() if (p / "truth.json").is_file())
+
+
+def _verdict(evidence: Path) -> tuple:
+    from zephyr_debug.analyze.analysis import analyze
+
+    a = analyze(load(str(evidence)))
+    return a.state, sorted((f.kind, f.stage, f.shard) for f in a.findings), a.progress.completed, a.warnings
+
+
+@pytest.mark.parametrize("name", CAPTURE_NAMES)
+def test_overlapping_sources_read_as_one(name, tmp_path):
+    """A real capture's log as users hold it more than once: the same file twice, and rotated halves
+    that share their middle, read as the log alone (each line once), with a warning that says so;
+    the one log through the fused path reads as it does alone (its own order, mixed resolutions)."""
+    log = CAPTURES / name / "coordinator.log"
+    alone = _verdict(_dir(tmp_path, "alone", [log]))
+    twice = _dir(tmp_path, "twice", [log])
+    shutil.copy(log, twice / "coordinator.log.1")
+    lines = log.read_bytes().splitlines(keepends=True)
+    cut = [i for i, line in enumerate(lines) if line[:1].isdigit() or line[:1] in b"IWEF"]  # record starts
+    lo, hi = cut[len(cut) // 3], cut[2 * len(cut) // 3]
+    halves = tmp_path / "halves"
+    halves.mkdir()
+    (halves / "coordinator.log.1").write_bytes(b"".join(lines[:hi]))
+    (halves / "coordinator.log").write_bytes(b"".join(lines[lo:]))
+    for d in (twice, halves):
+        got = _verdict(d)
+        assert got[:3] == alone[:3], (d.name, got[:3], alone[:3])
+        assert any("another source already gave" in w for w in got[3]), (d.name, got[3])
+    # one log plus a source with no event: the fused fold of the log alone
+    empty = _dir(tmp_path, "with-empty", [log])
+    (empty / "other.log").write_text("2026-01-01 00:00:00,000 INFO nothing zephyr prints\n")
+    assert _verdict(empty)[:3] == alone[:3]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["infra-crash", "size-skew", "healthy-50"])
+def test_a_whole_job_log_beside_its_coordinator_part_reads_as_the_log(name, tmp_path):
+    """job.log and the coordinator.log split from it (every coordinator line in both): job.log's findings."""
+    (job,) = generate(tmp_path / "g", BY_NAME[name], variants=("full",))
+    log = job / "evidence" / "job.log"
+    coord = split(log, tmp_path / "split", "files")[0]
+    assert _problems(_dir(tmp_path, "both", [log, coord])) == _problems(_dir(tmp_path, "log", [log]))
