@@ -146,3 +146,34 @@ def test_a_whole_job_log_beside_its_coordinator_part_reads_as_the_log(name, tmp_
     log = job / "evidence" / "job.log"
     coord = split(log, tmp_path / "split", "files")[0]
     assert _problems(_dir(tmp_path, "both", [log, coord])) == _problems(_dir(tmp_path, "log", [log]))
+
+
+def test_runs_one_after_another_read_the_newest_and_name_the_rest(tmp_path):
+    """A log appended to by two runs (`>> job.log`): the newest run is the job, the earlier one is
+    named as not read; its shards never mix into the newest's (skew's data-skew then healthy)."""
+    both = tmp_path / "job.log"
+    both.write_bytes(b"".join((CAPTURES / n / "coordinator.log").read_bytes() for n in ("skew", "healthy")))
+    state, findings, completed, warnings = _verdict(both)
+    assert (state, findings, completed) == _verdict(CAPTURES / "healthy" / "coordinator.log")[:3]
+    (note,) = [w for w in warnings if "runs one after the other" in w]
+    skew_log = (CAPTURES / "skew" / "coordinator.log").read_text()
+    skew_run = skew_log.split("Starting zephyr pipeline: ", 1)[1].split()[0]
+    assert f"not read: {skew_run} (" in note, note
+    # the other way round: the failed run is the newest and is what is read
+    rev = tmp_path / "rev.log"
+    rev.write_bytes(b"".join((CAPTURES / n / "coordinator.log").read_bytes() for n in ("healthy", "crashloop")))
+    assert _verdict(rev)[:2] == _verdict(CAPTURES / "crashloop" / "coordinator.log")[:2]
+
+
+def test_runs_at_the_same_time_are_not_called_healthy(tmp_path):
+    """Two jobs' logs in one directory, run side by side (skew's and healthy's): no verdict of health
+    on lines whose job cannot be told apart; `cannot_tell` says why and what to give instead."""
+    from zephyr_debug.analyze.analysis import analyze
+
+    d = tmp_path / "mixed"
+    d.mkdir()
+    shutil.copy(CAPTURES / "skew" / "coordinator.log", d / "coordinator.log")
+    shutil.copy(CAPTURES / "healthy" / "coordinator.log", d / "coordinator-2.log")
+    a = analyze(load(str(d)))
+    assert not a.healthy and any("ran at the same time" in b for b in a.cannot_tell), a.cannot_tell
+    assert not any("ran at the same time" in b for b in analyze(load(str(CAPTURES / "skew"))).cannot_tell)

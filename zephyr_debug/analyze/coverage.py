@@ -47,6 +47,13 @@ def judge(ev: Evidence, prog: Progress, target: str, live: bool) -> Coverage:
             + (f"watch it (`zdebug watch {target}`)" if live else "fetch more of the coordinator log")
             + " (e.g. `iris job logs <job> --max-lines 100000`)"
         )
+    runs = ev.config.get("runs_at_once")
+    if runs:
+        blind.append(
+            f"runs {', '.join(runs)} ran at the same time and their lines are read as one job, so whose "
+            "shards and failures are whose cannot be told: a stale coordinator (see its finding), or "
+            "evidence of different jobs mixed: give each job's evidence alone"
+        )
     return Coverage(tuple(ev.reads), events, timed, tuple(blind))
 
 

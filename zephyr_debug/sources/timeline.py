@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable
 
 from zephyr_debug.model import (
@@ -67,6 +68,8 @@ class Timeline:
         self.source_now = source
         self.facts = LogFacts()
         self.handlers: dict[str, Callable[..., None]] = {}  # message name -> its on_<name> method
+        self.runs: list[str] = []  # execution ids in the order their pipelines started
+        self.earlier_runs: list[str] = []  # executions that ended before the one read began (not read)
 
     # -- events --------------------------------------------------------------------------
     def event(self, name: str, ts: float | None, g: dict, source: str, line: int | None, block: str | None) -> None:
@@ -291,7 +294,23 @@ class Timeline:
         self.shutdown = True
 
     def on_pipeline(self, ts, g, *_):
-        self.job = g["exec"]
+        ex = g["exec"]
+        if self.runs and self.runs[-1] != ex and (self.shutdown or self.fatal is not None):
+            self._next_execution()  # an earlier run ended before this one began: a job of its own
+        if not self.runs or self.runs[-1] != ex:
+            self.runs.append(ex)
+        self.job = ex
+
+    def _next_execution(self) -> None:
+        """Starts the fold afresh for the next execution; the ended one is named in a warning."""
+        first = min((i.start_ts for i in self.stages.values() if i.start_ts is not None), default=None)
+        ended = "failed" if self.fatal is not None else "ended"
+        span = f"{_when(first)} to {_when(self.last_ts)}, " if first is not None and self.last_ts else ""
+        earlier = [*self.earlier_runs, f"{self.job} ({span}{ended})"]
+        kept = {k: getattr(self, k) for k in ("events", "timed", "bad", "notes", "source_now", "last_ts")}
+        self.__init__(self.job, self.source)  # type: ignore[misc]
+        self.__dict__.update(kept)
+        self.earlier_runs = earlier
 
     def on_rpc_retry(self, ts, g, *_):
         self.fact(RpcRetry(ts, g["op"], g["method"], int(g["n"]), int(g["max"]), g.get("error", "")))
@@ -425,6 +444,14 @@ class Timeline:
         ev.config["status_lines"] = len(self.status)  # ev.status keeps a downsampled share of them
         if self.bad:
             ev.warnings.append(f"skipped {self.bad} unparseable lines")
+        if self.earlier_runs:
+            ev.warnings.append(
+                f"the evidence holds {len(self.earlier_runs) + 1} runs one after the other; read the newest, "
+                f"{self.job}; not read: {'; '.join(self.earlier_runs)} (give each run's lines alone to read it)"
+            )
+        beside = [ex for ex in dict.fromkeys(self.runs) if ex != self.job]
+        if beside:  # coverage says what that leaves unknown
+            ev.config["runs_at_once"] = [*beside, self.job]
         ev.warnings += self.notes
         return ev
 
@@ -450,6 +477,10 @@ class Timeline:
                 self.attempts.add(
                     (stage, shard, row["attempt"] + 1), worker=None, start_ts=row.get("end_ts"), outcome="running"
                 )
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
 
 
 def _error_line(lines: list[str]) -> str | None:
