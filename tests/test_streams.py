@@ -104,3 +104,21 @@ def test_corrupt_compressed_data_is_one_line_exit_3(tmp_path):
     proc = zdebug("status", str(path))
     err = proc.stderr.decode()
     assert proc.returncode == 3 and err.count("\n") == 1 and str(path) in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be", "utf-8-sig"])
+def test_a_capture_saved_as_utf16_or_with_a_bom_reads_as_the_capture(codec, tmp_path):
+    """PowerShell's `kubectl logs … > log.txt` writes UTF-16LE with a BOM (once: "binary data"); some
+    tools write it without one, or UTF-8 with a BOM. Each real capture reads as itself, and UTF-16 says so."""
+    from test_wrapped import CAPTURES, NAMES, verdict
+
+    from zephyr_debug.analyze.analysis import analyze
+    from zephyr_debug.sources import load
+
+    for name in NAMES:
+        original = CAPTURES / name / "coordinator.log"
+        saved = tmp_path / f"{name}.log"
+        saved.write_bytes(original.read_text(encoding="utf-8").encode(codec))
+        assert verdict(saved) == verdict(original), (name, codec)
+        noted = any("UTF-16 text" in w for w in analyze(load(str(saved))).warnings)
+        assert noted == codec.startswith("utf-16"), (name, codec)

@@ -7,6 +7,7 @@ exit. Either way the readers get a file they can seek (their bulk and parallel p
 from __future__ import annotations
 
 import atexit
+import codecs
 import hashlib
 import itertools
 import os
@@ -194,9 +195,40 @@ def unwrapped(path: Path, shown: str) -> Path:
 
 
 def readable(path: Path, shown: str) -> Path:
-    """`path` as a log reader needs it, each rewrite in a scratch copy noted for the reader: its
-    terminal colour codes removed, its wrapped lines joined, its records put oldest first."""
-    return in_order(unwrapped(uncoloured(path, shown), shown), shown)
+    """`path` as a log reader needs it, each rewrite in a scratch copy noted for the reader: UTF-16
+    made UTF-8, its terminal colour codes removed, its wrapped lines joined, its records put oldest first."""
+    return in_order(unwrapped(uncoloured(utf8(path, shown), shown), shown), shown)
+
+
+def utf16(head: bytes) -> str | None:
+    """The UTF-16 codec a text was saved in (Windows PowerShell's `>` writes UTF-16LE with a BOM;
+    without one, a NUL in every other byte of its head), else None."""
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return "utf-16"
+    pairs = head[: len(head) // 2 * 2]
+    if len(pairs) < 64:
+        return None
+    for codec, nul, text in (("utf-16-le", pairs[1::2], pairs[0::2]), ("utf-16-be", pairs[0::2], pairs[1::2])):
+        if nul.count(0) >= 0.95 * len(nul) and text.count(0) == 0:
+            return codec
+    return None
+
+
+def utf8(path: Path, shown: str) -> Path:
+    """`path`, or a UTF-8 scratch copy of a UTF-16 text."""
+    with open(path, "rb") as fh:
+        codec = utf16(fh.read(4096))
+        if codec is None:
+            return path
+        fh.seek(0)
+        into = _scratch() / path.name
+        decode = codecs.getincrementaldecoder(codec)("replace")
+        with open(into, "xb") as out:
+            while chunk := fh.read(COPY_BYTES):
+                out.write(decode.decode(chunk).encode("utf-8"))
+            out.write(decode.decode(b"", final=True).encode("utf-8"))
+    NOTES.append(f"{shown}: UTF-16 text (e.g. PowerShell's `>`); read as UTF-8")
+    return into
 
 
 # A terminal escape: CSI (colours, `\x1b[32m`) or OSC (titles, links), as coloured log handlers print.
