@@ -132,9 +132,10 @@ def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
         data = parse_json(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" and body.startswith(b"{"):  # JSON lines: Iris / Cloud Logging records
+            if not _steps_back(_json_lines(text, streams.ORDER_TIMES)[0]):
+                return "log", None  # in order (its head says): read line by line as the log it is
             records, skipped = _json_lines(text)
-            ordered, moved = _in_time_order(file, records, skipped)
-            return ("records", ordered) if moved else ("log", None)  # in order: read as the log it is
+            return "records", _in_time_order(file, records, skipped)
         raise EvidenceError(f"{file}:{exc.lineno}: invalid or truncated JSON ({exc.msg})") from None
     except RecursionError:
         raise EvidenceError(f"{file}:1: JSON nested too deeply") from None
@@ -154,7 +155,7 @@ def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
     if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
         records = [r for r in map(logtext.record, data) if r is not None]
         if records:  # an export (Cloud Logging lists the newest first): in time order
-            return "records", _in_time_order(file, records)[0]
+            return "records", _in_time_order(file, records)
     status = jobstatus.from_dict(data, str(file)) if isinstance(data, dict) else None
     if status is not None:
         return "status", status
@@ -163,35 +164,40 @@ def _classify_json(file: Path, body: bytes) -> tuple[str | None, object]:
     return None, None
 
 
-def _json_lines(text: str) -> tuple[list[tuple[float | None, str]], int]:
-    """The log records of a JSON Lines text, and how many non-blank lines were none."""
+def _json_lines(text: str, limit: int | None = None) -> tuple[list[tuple[float | None, str]], int]:
+    """The log records of a JSON Lines text (its first `limit` lines), and how many non-blank lines
+    were none."""
     records, skipped = [], 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            got = logtext.record(json.loads(line))
-        except (ValueError, RecursionError):
-            got = None
-        if got is None:
-            skipped += 1
-        else:
-            records.append(got)
+    for n, line in enumerate(text.splitlines()):
+        if limit is not None and n >= limit:
+            break
+        if line.strip():
+            got = logtext.json_record(line)
+            if got is None:
+                skipped += 1
+            else:
+                records.append(got)
     return records, skipped
 
 
-def _in_time_order(file: Path, records: list, skipped: int = 0) -> tuple[list, bool]:
-    """`records` oldest first (an export may list the newest first), and whether they moved; a
-    move is said in a note (with the `skipped` lines that were no record)."""
-    seconds = [int(r[0]) for r in records if r[0] is not None]  # whole: one export may mix resolutions
-    back = sum(b < a for a, b in itertools.pairwise(seconds))
-    if len(seconds) < len(records) or not back:
-        return records, False
+def _steps_back(records: list) -> bool:
+    """Every record has a time and some step between them goes back (whole seconds: one export may
+    mix resolutions)."""
+    seconds = [int(r[0]) for r in records if r[0] is not None]
+    return len(seconds) == len(records) and any(b < a for a, b in itertools.pairwise(seconds))
+
+
+def _in_time_order(file: Path, records: list, skipped: int = 0) -> list:
+    """`records` oldest first (an export may list the newest first); a move is said in a note
+    (with the `skipped` lines that were no record)."""
+    if not _steps_back(records):
+        return records
     unread = f"; {skipped:,} line(s) that are no log record skipped" if skipped else ""
     streams.NOTES.append(f"{file}: entries not in time order (newest first?); read oldest first{unread}")
-    if back > sum(b > a for a, b in itertools.pairwise(seconds)):
+    seconds = [int(r[0]) for r in records]
+    if sum(b < a for a, b in itertools.pairwise(seconds)) > sum(b > a for a, b in itertools.pairwise(seconds)):
         records = records[::-1]  # newest first: entries of one second then keep their order too
-    return sorted(records, key=lambda r: int(r[0] or 0)), True
+    return sorted(records, key=lambda r: int(r[0] or 0))
 
 
 def _text(file: Path) -> str:

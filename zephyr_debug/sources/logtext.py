@@ -494,10 +494,7 @@ class LogScanner:
             self.tl.bad += 1
 
     def _json_line(self, line: bytes) -> None:
-        try:
-            got = record(json.loads(line))
-        except (ValueError, RecursionError):
-            got = None
+        got = json_record(line)
         if got is None:
             self.tl.bad += 1
             return
@@ -567,6 +564,14 @@ def record(rec: object) -> tuple[float | None, str] | None:
         return record_ts(stamp), text
     except (ValueError, TypeError, OverflowError):
         return None, text
+
+
+def json_record(line: bytes | str) -> tuple[float | None, str] | None:
+    """The log record one JSON line holds, or None (not JSON, or no record)."""
+    try:
+        return record(json.loads(line))
+    except (ValueError, RecursionError):
+        return None
 
 
 def record_ts(value) -> float | None:
