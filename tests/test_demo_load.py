@@ -6,9 +6,12 @@ import pytest
 
 from benchmarks.bench_demo import BURNERS, burners, demo_findings, wrong
 
+HANG_S = 900  # a hang guard, not a time limit: CI's busy machine took over 180 s for the three runs
+
 
 @pytest.mark.slow
 @pytest.mark.alone
+@pytest.mark.timeout(HANG_S)
 def test_the_demo_tells_the_truth_three_times_under_load(tmp_path):
     """Three runs beside CPU burners (issue 27 item 7); `python -m benchmarks demo` runs ten."""
     with burners(BURNERS):

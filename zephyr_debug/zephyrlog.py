@@ -22,6 +22,7 @@ from datetime import datetime
 from functools import cache, lru_cache
 
 TZ_ENV = "ZDEBUG_TZ"
+COARSEST_S = 1.0  # the coarsest time a log prefix prints: whole seconds (glog, journald, Iris CLI)
 _NUM = rb"(?P<items>[\d.]+[KMBT]?)"
 _STAGE = rb"(?P<stage>[^\]\n]+)"
 _EXEC = rb"(?:\[(?P<exec>[^\]\n]+)\] )?"
@@ -441,6 +442,7 @@ class PrefixTime:
     day: int | None
     clock: float  # seconds since midnight, fraction included
     zone: str | None  # "Z" / "+01:00" when the prefix says; None: naive (ZDEBUG_TZ)
+    step: float = COARSEST_S  # the resolution it was printed at: 1 s without a fraction, 1 ms with 3 digits
 
 
 def prefix_time(text: bytes) -> PrefixTime | None:
@@ -457,6 +459,7 @@ def prefix_time(text: bytes) -> PrefixTime | None:
             int(g["D"]) if "D" in g else None,
             int(g["h"]) * 3600 + int(g["m"]) * 60 + int(g["s"]) + (int(frac) / 10 ** len(frac) if frac else 0.0),
             g["z"].decode() if "z" in g else None,
+            10.0 ** -len(frac) if frac else COARSEST_S,
         )
         r = (found.year is not None) * 2 + (found.month is not None)
         if r >= rank:

@@ -14,6 +14,7 @@ from array import array
 import numpy as np
 
 from zephyr_debug.model import STATUS_COLUMNS
+from zephyr_debug.zephyrlog import COARSEST_S
 
 STATUS_ROWS_PER_STAGE = 2_000  # binned (unpinned) rows kept per stage; render/report.py draws 1,500
 RECENT_ROWS = 64  # a stage's newest rows, always kept whole (the printed item resolution near the end)
@@ -587,11 +588,14 @@ class AttemptTable:
         return rows
 
     def close_many(self, rows, end_ts, elapsed_s, outcome: str) -> None:
-        """Ends attempts: end time, duration, outcome; a start time where none was known (end - duration)."""
+        """Ends attempts: end time, duration, outcome; a start time where none was known (end - duration);
+        an end placed finer by its start and duration, as `Timeline.done` does."""
         end = np.frombuffer(self.floats["end_ts"], dtype=float)
         elapsed = np.frombuffer(self.floats["elapsed_s"], dtype=float)
         start = np.frombuffer(self.floats["start_ts"], dtype=float)
         codes = np.frombuffer(self.codes["outcome"], dtype=np.int32)
+        finer = start[rows] + elapsed_s
+        end_ts = np.where((end_ts < finer) & (finer < end_ts + COARSEST_S), finer, end_ts)
         end[rows], elapsed[rows], codes[rows] = end_ts, elapsed_s, self.code("outcome", outcome)
         unknown = rows[np.isnan(start[rows])]
         start[unknown] = end[unknown] - elapsed[unknown]

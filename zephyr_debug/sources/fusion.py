@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import math
 
+from zephyr_debug import zephyrlog
 from zephyr_debug.sources.timeline import Timeline
 
-STEP_BACK_S = 1.0  # a time this little before its source's previous one keeps the file's order
+STEP_BACK_S = zephyrlog.COARSEST_S  # a time this little before its source's previous one keeps the file's order
 
 
 class EventBuffer(Timeline):

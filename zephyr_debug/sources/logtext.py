@@ -502,7 +502,9 @@ class LogScanner:
 
     def _timestamp(self, prefix: bytes) -> float | None:
         """The time of a line from the text before its message (zephyrlog.PREFIXES: any form, any
-        junk around it); a line without one takes the newest time before it."""
+        junk around it); a line without one takes the newest time before it, and a coarse time no
+        earlier than a finer one before it that falls in its span (a log whose prefix turns from
+        Python logging's milliseconds to glog's whole seconds once a library sets its handler)."""
         t = zephyrlog.prefix_time(prefix)
         if t is None:
             return self.last_ts
@@ -538,6 +540,8 @@ class LogScanner:
             if self.last_ts is not None and ts < self.last_ts - 43200:  # past midnight
                 self.day += 86400
                 ts += 86400
+        if t.step >= zephyrlog.COARSEST_S and self.last_ts is not None and ts < self.last_ts < ts + t.step:
+            ts = self.last_ts  # a whole-second time after a finer one within its second: written after it
         self.last_ts = ts
         return ts
 

@@ -28,7 +28,15 @@ from zephyr_debug.model import (
 )
 from zephyr_debug.sources.compact import AttemptRow, AttemptTable, StatusSeries
 from zephyr_debug.sources.jobstatus import parse_literal
-from zephyr_debug.zephyrlog import FAILURE_KINDS, FATAL_INFRA, FATAL_TASK, RETURNCODE_RE, STAGE_INDEX_RE, human_number
+from zephyr_debug.zephyrlog import (
+    COARSEST_S,
+    FAILURE_KINDS,
+    FATAL_INFRA,
+    FATAL_TASK,
+    RETURNCODE_RE,
+    STAGE_INDEX_RE,
+    human_number,
+)
 
 RETRIED_RE = re.compile(r"(\d+): (\d+)")
 # Status-line columns <- the zephyrlog.STATUS group that fills them.
@@ -147,8 +155,11 @@ class Timeline:
 
     def done(self, ts, worker: str, shard: int, secs: float) -> None:
         row = self._attempt(worker, shard, ts)
-        row.update(end_ts=ts, elapsed_s=secs, outcome="done")
-        if row.get("start_ts") is None and ts is not None:
+        start, end = row.get("start_ts"), ts
+        if start is not None and ts is not None and ts < start + secs < ts + COARSEST_S:
+            end = start + secs  # a whole-second prefix: its start and `done in` place the end finer
+        row.update(end_ts=end, elapsed_s=secs, outcome="done")
+        if start is None and ts is not None:
             row["start_ts"] = ts - secs
         self.holding.pop(worker, None)
         self.worker(worker, ts, state="ready", shard=None)
