@@ -117,7 +117,7 @@ def _batch(tl: Timeline, rows: DenseRows, lo: int, hi: int, source: str) -> bool
 def _held(tl: Timeline, workers: list[str], shards: np.ndarray) -> np.ndarray | None:
     """Table rows of the attempts these workers hold since before the batch; None unless each
     holds an attempt of the shard given."""
-    got = [tl.holding.get(w) for w in workers]
+    got = [tl.held(w) for w in workers]
     keys = [k for k, s in zip(got, shards.tolist(), strict=True) if k is not None and k[1] == s]
     if len(keys) < len(got):
         return None
@@ -160,32 +160,28 @@ def _holders(tl: Timeline, rows: DenseRows, lo: int, hi: int, order, same, sourc
     shards = shard[last].tolist()
     stages = [rows.words[c] for c in rows.stage[lo:hi][last].tolist()]
     attempts = rows.ints["attempt"][lo:hi][last].tolist()
-    holding = tl.holding
     for g, name, is_busy, k, top in zip(by_first.tolist(), names, busy, shards, tops[by_first].tolist(), strict=True):
-        w = tl.workers.get(name)
-        if w is not None and w.get("source") != source and w["last_seen"] is not None:
+        if tl.seen_elsewhere(name, source):
             for j in order[starts[g] : ends[g] + 1].tolist():  # its state came from another file: row by row
                 b = kind[j] == EXECUTING
                 tl.worker(name, float(ts[j]), state="busy" if b else "ready", shard=int(shard[j]) if b else None)
         else:  # this file's rows alone: its newest row decides, seen at its latest time
             tl.worker(name, top, state="busy" if is_busy else "ready", shard=k if is_busy else None)
     for name, is_busy, stage, k, a in zip(names, busy, stages, shards, attempts, strict=True):
-        if is_busy:
-            holding[name] = (stage, k, a)
-        else:
-            holding.pop(name, None)
+        tl.hold(name, (stage, k, a) if is_busy else None)
 
 
 def _status(tl: Timeline, rows: DenseRows, lo: int, hi: int, st: np.ndarray, dn: np.ndarray) -> None:
     """Status rows: the job, the status_exec facts, progress, the status series."""
     ts = rows.ts[lo:hi]
-    progress = float(ts[dn[-1]]) if len(dn) else tl.progress  # a done line sets it
+    if len(dn):
+        tl.progressed(float(ts[dn[-1]]))  # the last done line sets it
     if len(st):
         idx = st + lo
         exec_ = rows.exec[idx]
         named = exec_[exec_ >= 0]
         if len(named):
-            tl.job = rows.words[named[-1]]
+            tl.named(rows.words[named[-1]])
         alive = rows.ints["alive"][idx]
         key = exec_.astype(np.int64) * (1 << 40) + alive
         change = np.flatnonzero(np.diff(key)) + 1
@@ -206,8 +202,6 @@ def _status(tl: Timeline, rows: DenseRows, lo: int, hi: int, st: np.ndarray, dn:
             rising[0] = stage[0] == code and completed[0] > last["completed"]
         after = st > (dn[-1] if len(dn) else -1)
         times = ts[st[rising & after]]
-        if len(times):
-            top = float(times.max())
-            progress = top if progress is None else max(progress, top)
+        if len(times):  # then the rising counts of status lines after it
+            tl.progressed(float(times.max()), at_least=True)
         tl.status.extend(np.array(rows.words, dtype=object)[stage], _status_values(rows, idx))
-    tl.progress = progress

@@ -76,7 +76,7 @@ def replay(tl: Timeline, buffers: list[EventBuffer]) -> None:
             if not leads:
                 settled.add(clock)
             keyed.append((clock, not leads, rank, seq, row))
-        for identity, n in mine.items():
+        for identity, n in mine.items() if rank < len(ordered) - 1 else ():  # a later source may repeat them
             given[identity] = max(n, given.get(identity, 0))
         if again:
             tl.notes.append(f"{buf.source}: {again:,} event line(s) another source already gave; read once")

@@ -53,6 +53,10 @@ STATUS_FIELDS = (
 
 class Timeline:
     def __init__(self, job: str, source: str):
+        self.reset(job, source)
+
+    def reset(self, job: str, source: str) -> None:
+        """Nothing folded yet: the state before the first line of `job`'s evidence."""
         self.job, self.source = job, source
         self.events = 0
         self.timed = 0  # events with a time
@@ -103,6 +107,33 @@ class Timeline:
         if self.last_ts is None or newest > self.last_ts:
             self.last_ts = newest
 
+    def held(self, worker: str) -> tuple | None:
+        """The (stage, shard, attempt) key of the attempt `worker` runs, from its Executing line."""
+        return self.holding.get(worker)
+
+    def hold(self, worker: str, key: tuple | None) -> None:
+        """`worker` runs attempt `key` (an Executing line), or nothing (None: done, failed, lost)."""
+        if key is None:
+            self.holding.pop(worker, None)
+        else:
+            self.holding[worker] = key
+
+    def seen_elsewhere(self, worker: str, source: str) -> bool:
+        """Whether `worker`'s state so far came from a source other than `source`."""
+        w = self.workers.get(worker)
+        return w is not None and w.get("source") != source and w["last_seen"] is not None
+
+    def named(self, exec_: str | None) -> None:
+        """A status line's execution id names the job."""
+        if exec_ is not None:
+            self.job = exec_
+
+    def progressed(self, ts: float | None, *, at_least: bool = False) -> None:
+        """The job made progress at `ts` (a done line, a completion count); `at_least`: never
+        earlier than the progress known (a status line's rising count)."""
+        if ts is not None:
+            self.progress = max(self.progress or ts, ts) if at_least else ts
+
     def on_status(self, ts, g, *_):
         row = {col: int(g[key]) if key in g else None for col, key in STATUS_FIELDS}
         if row["registered"] is None and "workers" in g:  # older form: `…, 488 workers`
@@ -111,20 +142,19 @@ class Timeline:
 
     def status_line(self, ts, stage: str, exec_: str | None, row: dict, items: float | None) -> None:
         """A status line: `row` holds its STATUS_FIELDS columns (None where it has none)."""
-        if exec_ is not None:
-            self.job = exec_
+        self.named(exec_)
         self.stage(stage, row["total"] or 0)
         self.fact(StatusExec(ts, exec_, row["alive"]), runs=True)
         last = self.status[-1] if self.status else None
-        if last is not None and last["stage"] == stage and row["completed"] > last["completed"] and ts is not None:
-            self.progress = max(self.progress or ts, ts)  # completions a coordinator-only log shows no other way
+        if last is not None and last["stage"] == stage and row["completed"] > last["completed"]:
+            self.progressed(ts, at_least=True)  # completions a coordinator-only log shows no other way
         self.status.append({"ts": ts, "stage": stage, "retries": None, "items": items, **row})
 
     def on_tasks_completed(self, ts, g, *_):
         stage, completed, total = g["stage"], int(g["completed"]), int(g["total"])
         info = self.stage(stage, total)
-        if completed and ts is not None:
-            self.progress = ts
+        if completed:
+            self.progressed(ts)
         if completed == total and total and info.end_ts is None:
             info.end_ts = ts
 
@@ -147,7 +177,7 @@ class Timeline:
         key = (stage, shard, attempt)
         row = self.attempts.get(key) or self.attempts.add(key)
         row.update(worker=worker, start_ts=ts, outcome="running")
-        self.holding[worker] = key
+        self.hold(worker, key)
         self.worker(worker, ts, state="busy", shard=shard)
 
     def on_done(self, ts, g, *_):
@@ -161,9 +191,9 @@ class Timeline:
         row.update(end_ts=end, elapsed_s=secs, outcome="done")
         if start is None and ts is not None:
             row["start_ts"] = ts - secs
-        self.holding.pop(worker, None)
+        self.hold(worker, None)
         self.worker(worker, ts, state="ready", shard=None)
-        self.progress = ts
+        self.progressed(ts)
 
     def on_worker_error(self, ts, g, source, line, block):
         worker, shard = g["worker"], int(g["shard"])
@@ -181,7 +211,7 @@ class Timeline:
         )
         if row.get("start_ts") is not None and ts is not None:
             row["elapsed_s"] = ts - row["start_ts"]
-        self.holding.pop(worker, None)
+        self.hold(worker, None)
         self.worker(worker, ts, state="ready", shard=None)
         self.crashes.append(
             Crash(
@@ -203,7 +233,7 @@ class Timeline:
         row["_reported"] = True
         if row.get("outcome") != "failed":
             row.update(end_ts=ts, outcome="failed", kind=TASK, error=row.get("error") or "task error")
-        self.holding.pop(worker, None)
+        self.hold(worker, None)
 
     def on_task_abort(self, ts, g, source, line, block):
         shard, n, worker = int(g["shard"]), int(g["n"]), g["worker"]
@@ -226,7 +256,7 @@ class Timeline:
         row.update(end_ts=ts, outcome="failed", kind=INFRA, error=error, reason=reason)
         if row.get("start_ts") is not None and ts is not None:
             row["elapsed_s"] = ts - row["start_ts"]
-        self.holding.pop(worker, None)
+        self.hold(worker, None)
         self.worker(worker, ts, state="failed", shard=None)
         self.crashes.append(
             Crash(
@@ -319,7 +349,7 @@ class Timeline:
         span = f"{_when(first)} to {_when(self.last_ts)}, " if first is not None and self.last_ts else ""
         earlier = [*self.earlier_runs, f"{self.job} ({span}{ended})"]
         kept = {k: getattr(self, k) for k in ("events", "timed", "bad", "notes", "source_now", "last_ts")}
-        self.__init__(self.job, self.source)  # type: ignore[misc]
+        self.reset(self.job, self.source)
         self.__dict__.update(kept)
         self.earlier_runs = earlier
 
@@ -359,7 +389,7 @@ class Timeline:
 
     def _attempt(self, worker: str, shard: int, ts, attempt: int | None = None) -> AttemptRow:
         """The attempt of `shard` that `worker` holds (from its Executing line), else a new row."""
-        key = self.holding.get(worker)
+        key = self.held(worker)
         if key is not None and key[1] == shard:
             return self.attempts[key]
         stage = self._current_stage()
