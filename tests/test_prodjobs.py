@@ -125,3 +125,40 @@ def test_issue15_targets(jobs):
             f"(tp {faulty.tp}, fp {faulty.fp}, fn {faulty.fn}); e.g. {faulty.details[:6]}"
         )
     assert not problems, "\n".join(problems)
+
+
+def _shifted(line: str, secs: int) -> str:
+    """`line` (Iris CLI `[HH:MM:SS]` + glog prefix) with both its clock times `secs` later."""
+    import re
+    from datetime import datetime, timedelta
+
+    def later(m: re.Match) -> str:
+        return (datetime.strptime(m[0], "%H:%M:%S") + timedelta(seconds=secs)).strftime("%H:%M:%S")
+
+    return re.sub(r"\b\d\d:\d\d:\d\d\b", later, line)
+
+
+def test_a_preempted_workers_shard_is_watched_until_a_live_worker_would_have_finished_it(tmp_path):
+    """Seen on healthy-multistage cut 5 s before Zephyr's heartbeat timeout requeued a preempted
+    worker's shard: a warning `undetermined` on a healthy job. Its worker logs nothing while it
+    runs a shard, so a lost worker and a slow shard look alike until Zephyr's timeout (and its
+    grace) has passed: information until then, a warning once the shard ran past the outlier cut
+    on a worker Zephyr's silence shows alive (the same log with status lines going on)."""
+    from zephyr_debug.analyze.analysis import analyze
+
+    [job] = generate(tmp_path, BY_NAME["healthy-multistage"], variants=("full",))
+    log = (job / "evidence" / "job.log").read_text(encoding="utf-8").splitlines(keepends=True)
+    timeout = max(i for i, ln in enumerate(log) if "failed to heartbeat within timeout" in ln)  # in the tail
+    shard = int(log[timeout + 1].split("] Shard ")[1].split()[0])
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "job.log").write_text("".join(log[: timeout - 3]), encoding="utf-8")
+    a = analyze(load(str(cut)))
+    assert not a.problems, [f.title for f in a.problems]
+    [watched] = [f for f in a.findings if f.shard == shard and f.kind == "undetermined"]
+    assert watched.severity == "info" and "has logged nothing since the shard began" in watched.evidence[1]
+    status = next(ln for ln in reversed(log[:timeout]) if " complete, 1 in-flight, 0 queued" in ln)
+    going_on = [_shifted(status, s) for s in range(5, 300, 5)]  # no requeue: the worker lives
+    (cut / "job.log").write_text("".join(log[: timeout - 3] + going_on), encoding="utf-8")
+    [late] = [f for f in analyze(load(str(cut))).problems if f.shard == shard]
+    assert late.severity == "warning" and late.kind in ("undetermined", "stuck"), late

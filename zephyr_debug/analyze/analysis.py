@@ -356,6 +356,7 @@ def _stragglers(ctx: Context, found: list[Finding]) -> list[Finding]:
         & (shards["plateau_now_s"].to_numpy(dtype=float) >= th.stuck_heartbeats * hb)
     )
     sizes_from = "Zephyr's telemetry" if "finelog" in ctx.ev.provenance else ""
+    timeout = liveness.heartbeat_timeout(ctx.ev)
     out = list(found)
     for r in shards[
         (shards["outlier"].fillna(False).astype(bool) & held_enough & ctx.judged) | stalled_now
@@ -375,6 +376,8 @@ def _stragglers(ctx: Context, found: list[Finding]) -> list[Finding]:
             ctx.frozen_s if r.stage == ctx.prog.stage else 0.0,
             ctx.solo.get(r.stage),
             sizes_from,
+            timeout,
+            timeout + REQUEUE_GRACE_HEARTBEATS * hb,
         )
         cost = Cost(held_s=float(r.held_s), idle_worker_hours=ctx.idle(r.stage, float(r.expected_end), float(r.end)))
         out.append(causes.straggler(r, view, hb, th, ctx.steps, cost))

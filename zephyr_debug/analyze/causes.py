@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.analyze.progress import Alone
 from zephyr_debug.analyze.thresholds import FROZEN_LINES, MIN_WORKER_SHARDS, Thresholds
-from zephyr_debug.findings import CAUSES, KINDS, WARNING, Cost, Finding
+from zephyr_debug.findings import CAUSES, INFO, KINDS, WARNING, Cost, Finding
 
 STRAGGLER_KINDS = tuple(k.name for k in KINDS.values() if k.straggler)
 METRICS = (
@@ -44,6 +44,8 @@ class StageView:
     frozen_s: float  # status-line `items=` unchanged this long (past `stuck_heartbeats` status lines) in the tail
     alone: Alone | None = None  # the stretch its last shard ran alone (status lines)
     sizes_from: str = ""  # where per-shard item counts came from, when it is worth saying (telemetry)
+    timeout_s: float = math.inf  # Zephyr's heartbeat timeout: a lost holder's shard is requeued after it
+    requeue_by_s: float = math.inf  # ... at the latest this long after its death (the timeout and its grace)
 
     def alone_for(self, r, hb: float) -> Alone | None:
         """The alone stretch when it is this shard's (it ran then and ended, or still runs, at its end)."""
@@ -104,6 +106,17 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
         )
     causes.sort(key=CAUSES.index)
     kind = causes[0]
+    severity = WARNING
+    # Not yet requeued: its worker lived `requeue_by_s` ago at the latest; until the shard has run past
+    # the cut on a worker known to live, it may be a lost one (a preemption) that Zephyr will requeue.
+    if kind == "undetermined" and _silent_since_start(r) and r.own_s - stage.requeue_by_s <= stage.cut_s:
+        severity = INFO
+        lines.insert(
+            1,
+            f"{worker} has logged nothing since the shard began: a lost worker looks like this until "
+            f"Zephyr's heartbeat timeout ({stage.timeout_s:.0f}s) requeues its shard; a warning if it still "
+            f"runs at {stage.cut_s + stage.requeue_by_s:.0f}s",
+        )
     nxt = steps.for_straggler(kind, worker, int(r.shard), live=bool(r.running))
     ratio = r.own_s / stage.median_s if stage.median_s == stage.median_s and stage.median_s else None
     title = f"shard {int(r.shard)} of {r.stage}: {', '.join(causes)}"
@@ -111,7 +124,7 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
     return Finding(
         kind=kind,
         title=title,
-        severity=WARNING,
+        severity=severity,
         evidence=tuple(lines),
         next=tuple(nxt),
         causes=tuple(causes),
@@ -123,6 +136,13 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
         ratio_to_median=ratio,
         metrics=metrics + (("median_s", stage.median_s), ("cut_s", stage.cut_s), ("peers", stage.peers)),
     )
+
+
+def _silent_since_start(r) -> bool:
+    """A running shard whose holder has logged nothing since the shard began (a log's silence
+    is not a death: workers log nothing while they run a shard)."""
+    seen = getattr(r, "holder_seen_ago", math.nan)
+    return bool(r.running) and _known(seen) and seen >= r.own_s
 
 
 def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> float:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from rich.table import Table
 
 from zephyr_debug.analyze.analysis import Analysis
+from zephyr_debug.analyze.causes import STRAGGLER_KINDS
 from zephyr_debug.analyze.tail import Episode
+from zephyr_debug.findings import INFO
 from zephyr_debug.render.findings import show
 from zephyr_debug.render.output import clean, console, duration
 
@@ -55,13 +57,14 @@ def render(a: Analysis) -> None:
     if a.tail:
         con.print(tail_table(a.tail))
     found = [f for f in a.problems if f.stage is not None]
-    if not found:
+    watch = [f for f in a.findings if f.severity == INFO and f.kind in STRAGGLER_KINDS]  # not a problem yet
+    if not found and not watch:
         con.print(
             "[green]No stragglers:[/] no shard held its stage up, is stuck, failing repeatedly or held by a "
             "dead worker."
         )
         return
-    con.print(f"[bold]{len(found)} finding(s)[/]")
-    for f in found:
+    con.print(f"[bold]{len(found)} finding(s)[/]" + (f", {len(watch)} shard(s) to watch" if watch else ""))
+    for f in [*found, *watch]:
         con.print()
         show(con, f)
