@@ -63,6 +63,15 @@ def test_evented_profile_shares_follow_the_spans(tmp_path):
     assert {r["function"]: r["share"] for r in s["top_total"]}["main"] == pytest.approx(1.0)
 
 
+def test_a_torn_frame_name_from_a_nonblocking_sample_is_read_not_fatal():
+    """py-spy --nonblocking reads a running process's memory: a frame's file name can come back
+    torn, NUL bytes and all (CI: `profile --straggler` exited 70, 'embedded null byte')."""
+    doc = evented([([0, 1], 3.0), ([0, 3], 1.0)])
+    doc["shared"]["frames"][1]["file"] = "/home/me/pipe\x00line.py"
+    s = summarize(speedscope.fix(doc))
+    assert s["verdict"] == "user" and s["seconds"] == pytest.approx(4.0)
+
+
 def test_in_app_rules_are_data():
     doc = speedscope.fix(evented([([0, 2], 2.0), ([0, 1], 1.0)]))
     assert summarize(doc)["verdict"] == "library"

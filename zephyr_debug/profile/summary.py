@@ -75,7 +75,9 @@ def _matches(values: pd.Series, pattern: str) -> pd.Series:
 
 
 def _source_line(path: str, line) -> str:
-    if not path or pd.isna(line):
+    """The frame's source line, if this machine has its file. A frame py-spy read without pausing
+    the process (--nonblocking) may be torn: a name with a NUL byte is no file to open."""
+    if not path or "\0" in path or pd.isna(line):
         return ""
     return linecache.getline(path, int(line)).strip()
 
