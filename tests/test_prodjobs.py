@@ -5,6 +5,7 @@ job; (shard, cause) precision and recall >= 0.95 over the faulty ones)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,24 @@ def test_a_preempted_workers_shard_is_watched_until_a_live_worker_would_have_fin
     (cut / "job.log").write_text("".join(log[: timeout - 3] + going_on), encoding="utf-8")
     [late] = [f for f in analyze(load(str(cut))).problems if f.shard == shard]
     assert late.severity == "warning" and late.kind in ("undetermined", "stuck"), late
+
+
+def test_bytes_processed_names_a_stuck_shard_before_the_3_digit_item_count_can(tmp_path):
+    """stuck.coord (issue 28): `items=1.68M` prints 3 digits, so a lone shard's items cannot be
+    seen to stop for many minutes; `bytes_processed=560.70 MiB` prints 2 decimals and stops
+    visibly within a minute. A minute alone names it with the byte count, not without it."""
+    from zephyr_debug.analyze.analysis import analyze
+
+    [job] = generate(tmp_path, BY_NAME["stuck"], variants=("coord",))
+    [name] = [p.name for p in (job / "evidence").iterdir()]
+    log = (job / "evidence" / name).read_text(encoding="utf-8").splitlines(keepends=True)
+    alone = [i for i, ln in enumerate(log) if " complete, 1 in-flight, 0 queued" in ln]
+    assert "bytes_processed=" in log[alone[0]]
+    minute = log[: alone[12] + 1]  # a status line each 5 s: the shard's first minute alone
+    without = [re.sub(r" \([^)]*\), bytes_processed=.*(?=\n)", "", ln) for ln in minute]
+    for lines, named in ((minute, True), (without, False)):
+        cut = tmp_path / f"cut-{named}"
+        cut.mkdir()
+        (cut / name).write_text("".join(lines), encoding="utf-8")
+        found = [(f.kind, f.severity) for f in analyze(load(str(cut))).problems]
+        assert (("stuck", "warning") in found) is named, found

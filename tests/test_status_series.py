@@ -24,7 +24,7 @@ def _row(stage: str, values) -> dict:
     """A row as the per-line fold appends it: ints for counts, None where the line has none."""
     row: dict = {"stage": stage}
     for c, x in zip(STATUS_VALUES, values, strict=True):
-        row[c] = None if x != x else (float(x) if c in ("ts", "items") else int(x))
+        row[c] = None if x != x else (float(x) if c in compact.STATUS_FLOATS else int(x))
     return row
 
 
@@ -72,6 +72,7 @@ _values = st.tuples(
     st.sampled_from([np.nan, 4]),  # registered
     st.sampled_from([np.nan, 0, 1]),  # dead
     st.sampled_from([np.nan, 1e3, 2.5e3]),  # items
+    st.sampled_from([np.nan, 7.5e5, 7.5e5, 1.2e6]),  # bytes
 )
 _rows = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), _values), min_size=1, max_size=160).map(
     lambda rows: [_row(s, v) for s, v in rows]
@@ -139,7 +140,7 @@ def _must_keep(rows: list[dict], amend: dict[int, int]) -> Counter:
                 or any(v[c] != p[c] and None not in (v[c], p[c]) for c in ("total", "alive", "registered", "dead"))
                 or (None not in (v["retries"], retries) and v["retries"] != retries)
             )
-            key = ["items"] if empty else [c for c in COUNTS if c != "retries"] + ["items"]
+            key = ["items", "bytes"] if empty else [c for c in COUNTS if c != "retries"] + ["items", "bytes"]
             same = empty == was and all(v[c] == p[c] for c in key)
             if change:
                 keep |= {k - 1, k}
@@ -154,7 +155,7 @@ def _must_keep(rows: list[dict], amend: dict[int, int]) -> Counter:
 
 
 def test_an_amended_newest_row_is_the_row_kept_on_both_paths():
-    rows = [_row("s", [float(t), t, 10, 2, 5, np.nan, 3, 3, 0, np.nan]) for t in range(5)]
+    rows = [_row("s", [float(t), t, 10, 2, 5, np.nan, 3, 3, 0, np.nan, np.nan]) for t in range(5)]
     for bulk in (False, True):
         series = StatusSeries()
         if bulk:
@@ -164,7 +165,7 @@ def test_an_amended_newest_row_is_the_row_kept_on_both_paths():
                 series.append(dict(r))
         series[-1]["retries"] = 7  # what the fold does on a `Shards retried` line
         assert series.frame(COLUMNS)["retries"].iloc[-1] == 7
-        series.extend(*_arrays([_row("s", [9.0, 6, 10, 2, 5, np.nan, 3, 3, 0, np.nan])]))
+        series.extend(*_arrays([_row("s", [9.0, 6, 10, 2, 5, np.nan, 3, 3, 0, np.nan, np.nan])]))
         retries = series.frame(COLUMNS)["retries"].tolist()
         assert retries[-2] == 7 and np.isnan(retries[-1]) and len(series) == 6, bulk
         assert rows[-1]["retries"] is None  # the caller's rows are as they were
@@ -185,6 +186,7 @@ def _dense_stage(n: int) -> tuple[np.ndarray, np.ndarray]:
     v[:, 6] = np.where((k > 400_000) & (k < 400_010), 149, 150)
     v[:, 7], v[:, 8] = 150, 0
     v[:, 9] = np.where(k < start, k * 3, start * 3 + (k - start) // 5_000)
+    v[:, 10] = v[:, 9] * 120.0  # bytes: the same steps as items=
     return np.full(n, "map", dtype=object), v
 
 
@@ -198,7 +200,8 @@ def test_a_million_row_stage_keeps_every_change_and_a_bounded_rest():
     assert kept["ts"].iloc[[0, -1]].tolist() == full["ts"].iloc[[0, -1]].tolist()
     tail = kept.iloc[-compact.RECENT_ROWS :]
     assert np.array_equal(tail[list(STATUS_VALUES)].to_numpy(float), values[-compact.RECENT_ROWS :])
-    state = full[[c for c in STATUS_VALUES if c not in ("ts", "completed", "in_flight", "queue_depth", "items")]]
+    moving = ("ts", "completed", "in_flight", "queue_depth", "items", "bytes")
+    state = full[[c for c in STATUS_VALUES if c not in moving]]
     empty = full["queue_depth"] == 0
     changes = full["ts"][((state != state.shift()).any(axis=1)) | (empty != empty.shift())]
     in_tail = full[empty]

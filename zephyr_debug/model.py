@@ -42,6 +42,7 @@ STATUS_COLUMNS = [
     "registered",
     "dead",
     "items",  # the status line's items= (NaN where the source has no such count)
+    "bytes",  # its bytes_processed= (NaN where it has none): finer than items= where items print 3 digits
 ]
 
 # One row per shard attempt. outcome: done | failed | requeued | running | stale.

@@ -24,6 +24,7 @@ from functools import cache, lru_cache
 TZ_ENV = "ZDEBUG_TZ"
 COARSEST_S = 1.0  # the coarsest time a log prefix prints: whole seconds (glog, journald, Iris CLI)
 _NUM = rb"(?P<items>[\d.]+[KMBT]?)"
+_BYTES = rb"(?P<bytes>\d+(?:\.\d+)? (?:bytes|[KMGT]iB))"  # human_bytes: `504 bytes`, `71.88 KiB`
 _STAGE = rb"(?P<stage>[^\]\n]+)"
 _EXEC = rb"(?:\[(?P<exec>[^\]\n]+)\] )?"
 
@@ -57,7 +58,7 @@ def _compiled(pattern: bytes) -> re.Pattern[bytes]:
 _COUNTS = (  # a status line after its `[stage] `
     rb"(?P<completed>\d+)/(?P<total>\d+) complete, (?P<in_flight>\d+) in-flight, "
     rb"(?P<queued>\d+) queued, (?:(?P<alive>\d+)/(?P<registered>\d+) workers alive, (?P<dead>\d+) dead"
-    rb"|(?P<workers>\d+) workers)(?:[;.] items=" + _NUM + rb")?"
+    rb"|(?P<workers>\d+) workers)(?:[;.] items=" + _NUM + rb"(?: \([^)\n]*\), bytes_processed=" + _BYTES + rb")?)?"
 )
 STATUS = Message(
     "status",
@@ -576,6 +577,16 @@ def human_number(text: str | None) -> float | None:
     scale = _SUFFIX.get(text[-1], 1.0)
     try:
         return float(text[:-1] if scale != 1.0 else text) * scale
+    except ValueError:
+        return None
+
+
+def human_bytes_number(text: str | None) -> float | None:
+    """The reverse of `human_bytes`: `71.88 KiB` -> 73605.12 (None: not a size)."""
+    number, _, unit = (text or "").partition(" ")
+    scale = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}.get(unit)
+    try:
+        return float(number) * scale if scale else None
     except ValueError:
         return None
 

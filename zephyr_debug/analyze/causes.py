@@ -168,8 +168,8 @@ def _stuck(r, stage: StageView, hb: float, th: Thresholds, lines: list[str]) -> 
         and solo.seconds >= max(th.alone_shards * solo.shard_s, FROZEN_LINES * solo.line_period(hb))
     ):
         lines.append(
-            f"the status line's items= did not move for {solo.seconds:.0f}s while it was the only shard in "
-            f"flight (a typical shard moves it by {solo.shard_rate * solo.seconds:,.0f} in that time)"
+            f"the status line's {solo.counts} did not move for {solo.seconds:.0f}s while it was the only shard "
+            f"in flight (a typical shard moves items= by {solo.shard_rate * solo.seconds:,.0f} in that time)"
         )
         return solo.seconds
     if r.running and stage.frozen_s > 0 and not r.size_is_rows:
@@ -292,7 +292,7 @@ def solo_tail(
     ]
     if solo.frozen() and solo.seconds >= FROZEN_LINES * solo.line_period(hb):
         lines.append(
-            f"the status line's items= did not move meanwhile (a typical shard moves it by "
+            f"the status line's {solo.counts} did not move meanwhile (a typical shard moves items= by "
             f"{solo.shard_rate * solo.seconds:,.0f})"
         )
         kind = "stuck"

@@ -107,23 +107,29 @@ def queue_empty(ev: Evidence, prog: Progress) -> dict[str, bool]:
     return out
 
 
+COUNTERS = ("items", "bytes")  # the status line's progress counters (model.STATUS_COLUMNS)
+
+
 def frozen_items_s(ev: Evidence, prog: Progress, completions: bool = False) -> float:
-    """How long the current stage's status-line `items=` count has not moved while the stage is
-    in its tail (queue empty, shards in flight): the coordinator-only sign of a stuck shard.
-    `completions`: a shard finishing moves it too (the freeze starts after the last one), for a
-    claim about every shard in flight."""
+    """How long the current stage's status-line counters (`items=`, and `bytes_processed=` where
+    printed) have not moved while the stage is in its tail (queue empty, shards in flight): the
+    coordinator-only sign of a stuck shard. `completions`: a shard finishing moves them too (the
+    freeze starts after the last one), for a claim about every shard in flight."""
     st = ev.status
     if not len(st) or "items" not in st or not prog.tail or ev.state != "running":
         return 0.0
     mine = st[(st["stage"] == prog.stage) & pd.to_numeric(st["items"], errors="coerce").notna()]
-    items = pd.to_numeric(mine["items"], errors="coerce").to_numpy(dtype=float)
+    counters = [pd.to_numeric(mine[c], errors="coerce").to_numpy(dtype=float) for c in COUNTERS if c in mine]
+    counters = [c for c in counters if len(c) and not np.isnan(c[-1])]
     ts = pd.to_numeric(mine["ts"], errors="coerce").to_numpy(dtype=float)
     tail = (pd.to_numeric(mine["queue_depth"], errors="coerce").to_numpy() == 0) & (
         pd.to_numeric(mine["in_flight"], errors="coerce").to_numpy() > 0
     )
-    if not len(items) or np.isnan(items[-1]) or not tail[-1]:
+    if not counters or not tail[-1]:
         return 0.0
-    same = (items == items[-1]) & tail
+    same = tail.copy()
+    for c in counters:
+        same &= c == c[-1]
     if completions:
         done = pd.to_numeric(mine["completed"], errors="coerce").to_numpy(dtype=float)
         same &= np.isnan(done) | (done == done[-1])
@@ -131,7 +137,8 @@ def frozen_items_s(ev: Evidence, prog: Progress, completions: bool = False) -> f
     while k > 0 and same[k - 1]:
         k -= 1
     frozen = float(ts[-1] - ts[k]) if k < len(same) else float(ts[-1] - ts[0])
-    if k >= 2 and not _visible(items[: k + 1], ts[: k + 1], mine["in_flight"].iloc[: k + 1], frozen):
+    flight = mine["in_flight"].iloc[: k + 1]
+    if k >= 2 and not any(_visible(c[: k + 1], ts[: k + 1], flight, frozen) for c in counters):
         return 0.0
     return frozen
 
@@ -139,7 +146,7 @@ def frozen_items_s(ev: Evidence, prog: Progress, completions: bool = False) -> f
 def _visible(items: np.ndarray, ts: np.ndarray, in_flight: pd.Series, seconds: float) -> bool:
     """Whether the shards in flight would have moved the printed count in `seconds` at the pace the
     stage's shards kept before (items= prints 3 digits: in a 5,000-shard stage a few shards in
-    flight may not move `1.89M` for minutes)."""
+    flight may not move `1.89M` for minutes; bytes_processed= prints 2 decimals of its unit)."""
     values = np.unique(items[~np.isnan(items)])[-12:]
     step = float(np.diff(values).min()) if len(values) > 1 else 1.0
     flight = pd.to_numeric(in_flight, errors="coerce").to_numpy(dtype=float)
@@ -256,6 +263,7 @@ class Alone:
     shard_s: float  # a typical shard's run time (Little's law: mean in flight / completions per second)
     step: float  # the smallest change of the printed item count (status lines print 3 digits: 1.09K)
     interval: float = np.nan  # the status line's period (the median gap between the stage's lines)
+    size: tuple[float, float, float] = (np.nan, np.nan, np.inf)  # (rate, shard_rate, step) of bytes_processed=
 
     @property
     def seconds(self) -> float:
@@ -265,9 +273,20 @@ class Alone:
         """The status line's period (the resolution of this stretch), else `default`."""
         return self.interval if self.interval > 0 else default
 
+    @property
+    def counts(self) -> str:
+        """The status line's counts this stretch shows."""
+        return "items= and bytes_processed=" if np.isfinite(self.size[2]) else "items="
+
     def frozen(self) -> bool:
-        """No visible progress although a typical shard would have moved the count 3 steps."""
-        return self.rate == 0 and self.shard_rate * self.seconds >= 3 * self.step
+        """No visible progress although a typical shard would have moved a count 3 steps: items=, or
+        bytes_processed= (2 decimals of its unit: finer than items= where that prints 3 digits)."""
+        size_rate, size_shard_rate, size_step = self.size
+        if size_rate > 0:  # bytes moved: not frozen, whatever the coarser item count shows
+            return False
+        return (self.rate == 0 and self.shard_rate * self.seconds >= 3 * self.step) or (
+            size_rate == 0 and size_shard_rate * self.seconds >= 3 * size_step
+        )
 
 
 def alone(ev: Evidence, stage: str, typical_s: float = np.nan) -> Alone | None:
@@ -300,15 +319,12 @@ def alone(ev: Evidence, stage: str, typical_s: float = np.nan) -> Alone | None:
     shard_s = float(np.nanmean(flight[busy]) / completions) if completions and completions > 0 else np.nan
     if not shard_s > 0:  # also NaN
         shard_s = float(typical_s)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        known = ~np.isnan(items)
-        k = np.flatnonzero(known & solo)
-        k = k[k >= first]
-        rate = (items[k[-1]] - items[k[0]]) / (ts[k[-1]] - ts[k[0]]) if len(k) >= 2 and ts[k[-1]] > ts[k[0]] else np.nan
-        per = np.flatnonzero(known & (done > 0))
-        per_shard = items[per[-1]] / done[per[-1]] if len(per) else np.nan
-        values = np.unique(items[known])[-12:]  # the printed resolution near the stage's final count
-        step = float(np.diff(values).min()) if len(values) > 1 else np.inf
+    rate, per_shard, step = _counter(items, ts, done, solo, first)
+    size = (
+        _counter(pd.to_numeric(mine["bytes"], errors="coerce").to_numpy(dtype=float), ts, done, solo, first)
+        if "bytes" in mine
+        else (np.nan, np.nan, np.inf)
+    )
     gaps = np.diff(ts[~np.isnan(ts)])
     gaps = gaps[gaps > 0]
     return Alone(
@@ -319,4 +335,22 @@ def alone(ev: Evidence, stage: str, typical_s: float = np.nan) -> Alone | None:
         shard_s,
         step,
         float(np.median(gaps)) if len(gaps) else np.nan,
+        (size[0], float(size[1] / shard_s) if shard_s else np.nan, size[2]),
     )
+
+
+def _counter(values: np.ndarray, ts: np.ndarray, done: np.ndarray, solo: np.ndarray, first: int) -> tuple:
+    """(rate while alone from row `first` on, the count per finished shard, the printed step) of
+    one status-line counter (NaN / inf where it shows none)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        known = ~np.isnan(values)
+        k = np.flatnonzero(known & solo)
+        k = k[k >= first]
+        rate = (
+            (values[k[-1]] - values[k[0]]) / (ts[k[-1]] - ts[k[0]]) if len(k) >= 2 and ts[k[-1]] > ts[k[0]] else np.nan
+        )
+        per = np.flatnonzero(known & (done > 0))
+        per_shard = values[per[-1]] / done[per[-1]] if len(per) else np.nan
+        distinct = np.unique(values[known])[-12:]  # the printed resolution near the stage's final count
+        step = float(np.diff(distinct).min()) if len(distinct) > 1 else np.inf
+    return float(rate), float(per_shard), step

@@ -22,9 +22,20 @@ BLOCK_ROWS = 8_192  # status rows buffered, then compressed at once (per stage),
 # Status columns as the fold writes them (model.STATUS_COLUMNS but the stage); None is NaN.
 STATUS_VALUES = tuple(c for c in STATUS_COLUMNS if c != "stage")
 NAN = math.nan
-_TS, _DONE, _TOTAL, _FLIGHT, _QUEUE, _RETRIES, _ALIVE, _REG, _DEAD, _ITEMS = range(len(STATUS_VALUES))
+STATUS_FLOATS = ("ts", "items", "bytes")  # the other status columns are counts (int64 once whole)
+_TS, _DONE, _TOTAL, _FLIGHT, _QUEUE, _RETRIES, _ALIVE, _REG, _DEAD, _ITEMS, _BYTES = range(len(STATUS_VALUES))
 _COUNTS = [_TOTAL, _ALIVE, _REG, _DEAD]  # a change of any is a change of state
-_RUN_KEY = [_DONE, _TOTAL, _FLIGHT, _QUEUE, _ALIVE, _REG, _DEAD, _ITEMS]  # equal rows while the queue is not empty
+_RUN_KEY = [
+    _DONE,
+    _TOTAL,
+    _FLIGHT,
+    _QUEUE,
+    _ALIVE,
+    _REG,
+    _DEAD,
+    _ITEMS,
+    _BYTES,
+]  # equal rows while the queue is not empty
 
 
 def distinct(codes: np.ndarray) -> list[int]:
@@ -40,7 +51,7 @@ class _StageRows:
 
     Pinned: the stage's first row; a change of total, retries, alive, registered or dead; the
     tail starting or ending (queue empty with shards in flight); completed or in_flight changing
-    while the queue is empty; each end of a run of equal rows (equal items= while the queue is
+    while the queue is empty; each end of a run of equal rows (equal items= and bytes while the queue is
     empty, equal counts otherwise; no value equals no value); and the row before each of these.
     The newest RECENT_ROWS rows are kept whole. The rest is binned by the stage's clock (the
     newest time seen so far: rows out of order join the newest bin), at most STATUS_ROWS_PER_STAGE
@@ -92,7 +103,7 @@ class _StageRows:
             )
             same = np.where(
                 now_empty & was_empty,
-                same_value[:, _ITEMS],
+                same_value[:, _ITEMS] & same_value[:, _BYTES],
                 ~now_empty & ~was_empty & same_value[:, _RUN_KEY].all(axis=1),
             )
             same_before = np.concatenate(([self.prev_same], same[:-1]))
@@ -215,7 +226,7 @@ class StatusSeries:
             self.seen += take
             done += take
         self.last = {"stage": stages[-1]} | {
-            c: None if x != x else (x if c in ("ts", "items") else int(x))
+            c: None if x != x else (x if c in STATUS_FLOATS else int(x))
             for c, x in zip(STATUS_VALUES, values[-1].tolist(), strict=True)
         }
 
@@ -278,7 +289,7 @@ class StatusSeries:
         out = {}
         for c in columns:
             v = data[c][order] if c in data else np.full(len(order), NAN)
-            if c not in ("ts", "stage", "items") and c in data:
+            if c not in STATUS_FLOATS and c != "stage" and c in data:
                 known = ~np.isnan(v)
                 if known.all() and len(v) and (np.abs(v) < 2.0**63).all():  # else int64 would wrap
                     v = v.astype(np.int64)

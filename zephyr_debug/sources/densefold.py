@@ -46,6 +46,8 @@ def _status_values(rows: DenseRows, idx: np.ndarray) -> np.ndarray:
             out[:, k] = rows.ts[idx]
         elif col == "items":
             out[:, k] = rows.items[idx]
+        elif col == "bytes":
+            out[:, k] = rows.size[idx]
         elif col in _GROUP:
             v = rows.ints[_GROUP[col]][idx]
             out[:, k] = np.where(v < 0, np.nan, v)
@@ -58,9 +60,16 @@ def _row(tl: Timeline, rows: DenseRows, j: int, source: str) -> None:
     tl.seen(ts, source)
     kind, stage, worker = rows.kind[j], _name(rows, rows.stage[j]), _name(rows, rows.worker[j])
     if kind == STATUS:
-        items = float(rows.items[j])
+        items, size = float(rows.items[j]), float(rows.size[j])
         assert stage is not None  # every status line names its stage
-        tl.status_line(ts, stage, _name(rows, rows.exec[j]), _status_row(rows, j), None if items != items else items)
+        tl.status_line(
+            ts,
+            stage,
+            _name(rows, rows.exec[j]),
+            _status_row(rows, j),
+            None if items != items else items,
+            None if size != size else size,
+        )
     elif kind == EXECUTING:
         assert stage is not None and worker is not None
         tl.executing(ts, worker, stage, int(rows.ints["shard"][j]), int(rows.ints["attempt"][j]))

@@ -57,6 +57,7 @@ class DenseRows:
     ints: dict[str, np.ndarray]  # -1: the line has no such count
     secs: np.ndarray  # a done line's duration
     items: np.ndarray  # a status line's items= (NaN: none)
+    size: np.ndarray  # its bytes_processed= (NaN: none)
     words: list[str]
     slow: list[Hit] = field(default_factory=list)  # other event lines, in order
     slow_at: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # dense rows before each
@@ -118,7 +119,10 @@ def parse(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> 
     stage[mask] = _codes(values, words, names)
     items = np.full(n, np.nan)
     mask, values = present("s_items", status)
-    items[mask] = _items(values)
+    items[mask] = _numbers(values, zephyrlog.human_number)
+    size = np.full(n, np.nan)
+    mask, values = present("s_bytes", status)
+    size[mask] = _numbers(values, zephyrlog.human_bytes_number)
 
     slow: list[Hit] = []
     for i in gaps:
@@ -142,6 +146,7 @@ def parse(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> 
         ints={k: v[keep] for k, v in ints.items()},
         secs=secs[keep],
         items=items[keep],
+        size=size[keep],
         words=list(names),
         slow=slow,
         lines=len(starts) if buf.endswith(b"\n") else len(starts) - 1,
@@ -230,10 +235,10 @@ def _codes(values: list, words: dict, names: dict[str, int]) -> np.ndarray:
     return np.fromiter(map(words.__getitem__, values), np.int32, len(values))
 
 
-def _items(values: list[bytes]) -> np.ndarray:
-    """items= counts as zephyrlog.human_number reads them (NaN: not a number)."""
+def _numbers(values: list[bytes], read: Callable[[str], float | None]) -> np.ndarray:
+    """`values` as `read` reads their text, once per distinct value (NaN: not a number)."""
     cache: dict[bytes, float] = {}
     for v in dict.fromkeys(values):
-        r = zephyrlog.human_number(v.decode("utf-8", "replace"))
+        r = read(v.decode("utf-8", "replace"))
         cache[v] = np.nan if r is None else r
     return np.fromiter(map(cache.__getitem__, values), float, len(values))

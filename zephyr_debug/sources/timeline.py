@@ -35,6 +35,7 @@ from zephyr_debug.zephyrlog import (
     FATAL_TASK,
     RETURNCODE_RE,
     STAGE_INDEX_RE,
+    human_bytes_number,
     human_number,
 )
 
@@ -138,9 +139,13 @@ class Timeline:
         row = {col: int(g[key]) if key in g else None for col, key in STATUS_FIELDS}
         if row["registered"] is None and "workers" in g:  # older form: `…, 488 workers`
             row["registered"] = int(g["workers"])
-        self.status_line(ts, g["stage"], g.get("exec"), row, human_number(g.get("items")))
+        self.status_line(
+            ts, g["stage"], g.get("exec"), row, human_number(g.get("items")), human_bytes_number(g.get("bytes"))
+        )
 
-    def status_line(self, ts, stage: str, exec_: str | None, row: dict, items: float | None) -> None:
+    def status_line(
+        self, ts, stage: str, exec_: str | None, row: dict, items: float | None, size: float | None = None
+    ) -> None:
         """A status line: `row` holds its STATUS_FIELDS columns (None where it has none)."""
         self.named(exec_)
         self.stage(stage, row["total"] or 0)
@@ -148,7 +153,7 @@ class Timeline:
         last = self.status[-1] if self.status else None
         if last is not None and last["stage"] == stage and row["completed"] > last["completed"]:
             self.progressed(ts, at_least=True)  # completions a coordinator-only log shows no other way
-        self.status.append({"ts": ts, "stage": stage, "retries": None, "items": items, **row})
+        self.status.append({"ts": ts, "stage": stage, "retries": None, "items": items, "bytes": size, **row})
 
     def on_tasks_completed(self, ts, g, *_):
         stage, completed, total = g["stage"], int(g["completed"]), int(g["total"])
