@@ -130,7 +130,6 @@ def test_issue15_targets(jobs):
 
 def _shifted(line: str, secs: int) -> str:
     """`line` (Iris CLI `[HH:MM:SS]` + glog prefix) with both its clock times `secs` later."""
-    import re
     from datetime import datetime, timedelta
 
     def later(m: re.Match) -> str:
@@ -184,3 +183,48 @@ def test_bytes_processed_names_a_stuck_shard_before_the_3_digit_item_count_can(t
         (cut / name).write_text("".join(lines), encoding="utf-8")
         found = [(f.kind, f.severity) for f in analyze(load(str(cut))).problems]
         assert (("stuck", "warning") in found) is named, found
+
+
+def test_a_coordinator_log_names_a_requeued_shard_as_the_holder_only_where_it_must_be(tmp_path):
+    """cost-skew.coord (early bench): shard 341 was requeued (preemption) mid-stage, 400
+    completions before the tail. The coordinator never logs its re-run finishing, so its absence
+    says nothing: the tail's holder is the stage's last shard, unnamed. A shard requeued in the tail
+    with no completion since is the one in flight: that one is named."""
+    from zephyr_debug.analyze.analysis import analyze
+
+    [job] = generate(tmp_path, BY_NAME["cost-skew"], variants=("coord",))
+    [name] = [p.name for p in (job / "evidence").iterdir()]
+    log = (job / "evidence" / name).read_text(encoding="utf-8").splitlines(keepends=True)
+    [requeue] = [ln for ln in log if "Shard 341 requeued from worker" in ln]
+    alone = [i for i, ln in enumerate(log) if " complete, 1 in-flight, 0 queued" in ln]
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    lines = log[: alone[40] + 1]  # 200 s alone
+    (cut / name).write_text("".join(lines), encoding="utf-8")
+    [held] = analyze(load(str(cut))).problems
+    assert held.kind == "undetermined" and held.shard is None, held
+    status = lines[-1]
+    when = status.split(" ", 2)[1]  # glog: `I20261202 22:11:43 …`
+    tail = [re.sub(r"\d\d:\d\d:\d\d", when, requeue, count=1).replace("Shard 341", "Shard 768")]
+    tail += [_shifted(status, s) for s in range(5, 30, 5)]
+    (cut / name).write_text("".join(lines + tail), encoding="utf-8")
+    assert 768 in {f.shard for f in analyze(load(str(cut))).problems}
+
+
+def test_a_lone_shards_pace_is_read_from_the_count_that_moved_by_more_steps(tmp_path):
+    """cost-skew.full (early bench) 100 s into its tail: items= (printed `1.69M`) moved one step of
+    10,000 or none while the lone shard ran, so a rate from it is that step over the stretch
+    (it read 'a bigger input, 7x the items' at 3.8 min). bytes_processed= moved hundreds of steps:
+    its rate shows the shard's records are expensive, at the due moment."""
+    from zephyr_debug.analyze.analysis import analyze
+
+    [job] = generate(tmp_path, BY_NAME["cost-skew"], variants=("full",))
+    log = (job / "evidence" / "job.log").read_text(encoding="utf-8").splitlines(keepends=True)
+    alone = [i for i, ln in enumerate(log) if " complete, 1 in-flight, 0 queued" in ln]
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "job.log").write_text("".join(log[: alone[20] + 1]), encoding="utf-8")  # 100 s alone
+    [f] = [f for f in analyze(load(str(cut))).problems if f.shard == 768]
+    assert (f.kind, f.severity) == ("data-skew", "warning"), f
+    assert any("bytes_processed= rose" in line for line in f.evidence), f.evidence
+    assert any("its records are expensive" in line for line in f.evidence), f.evidence

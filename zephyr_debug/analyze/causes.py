@@ -15,6 +15,7 @@ from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.analyze.progress import Alone
 from zephyr_debug.analyze.thresholds import FROZEN_LINES, MIN_WORKER_SHARDS, Thresholds
 from zephyr_debug.findings import CAUSES, INFO, KINDS, WARNING, Cost, Finding
+from zephyr_debug.zephyrlog import human_bytes
 
 STRAGGLER_KINDS = tuple(k.name for k in KINDS.values() if k.straggler)
 METRICS = (
@@ -234,6 +235,11 @@ def _count(value) -> str:
     return f"{int(value):,}" if _known(value) else "?"
 
 
+def _per_s(count: str, rate: float) -> str:
+    """A status-line count's rate as Zephyr prints it: `44.4/s`, `15.2 KiB/s`."""
+    return f"{human_bytes(rate)}/s" if count == "bytes_processed=" else f"{rate:,.1f}/s"
+
+
 def frozen_stage(prog, frozen_s: float, hb: float, steps: Steps) -> Finding:
     """A coordinator-only stuck tail: `items=` frozen while the last shards are in flight (the log
     does not say which shards)."""
@@ -257,12 +263,14 @@ def frozen_stage(prog, frozen_s: float, hb: float, steps: Steps) -> Finding:
 def _alone_rate(
     r, solo: Alone | None, normal_elsewhere: bool, th: Thresholds, lines: list[str], missing: list[str]
 ) -> list[str]:
-    """Size evidence from the status line while the shard ran alone: its items= rate is that shard's."""
-    if solo is None or not solo.rate > 0:  # also NaN
+    """Size evidence from the status line while the shard ran alone: its count's rate is that shard's."""
+    pace = solo.pace() if solo is not None else None
+    if solo is None or pace is None:
         return []
-    ratio = solo.rate / solo.shard_rate
+    count, rate, typical = pace
+    ratio = rate / typical
     lines.append(
-        f"while it ran alone ({solo.seconds:.0f}s) the stage's items= rose {solo.rate:,.1f}/s = {ratio:.2f}x "
+        f"while it ran alone ({solo.seconds:.0f}s) the stage's {count} rose {_per_s(count, rate)} = {ratio:.2f}x "
         "a typical shard's rate"
     )
     if ratio >= th.normal_rate:
@@ -296,23 +304,23 @@ def solo_tail(
             f"{solo.shard_rate * solo.seconds:,.0f})"
         )
         kind = "stuck"
-    elif solo.rate == solo.rate and solo.rate > 0 and solo.rate / solo.shard_rate >= th.normal_rate:
+    elif (pace := solo.pace()) is not None and pace[1] / pace[2] >= th.normal_rate:
         lines.append(
-            f"items= rose at {solo.rate / solo.shard_rate:.2f}x a typical shard's rate meanwhile: a bigger "
+            f"{pace[0]} rose at {pace[1] / pace[2]:.2f}x a typical shard's rate meanwhile: a bigger "
             "input at a normal speed"
         )
         kind = "data-skew"
     else:
-        if solo.rate != solo.rate:
+        if solo.rate != solo.rate and pace is None:
             why = "no item counts in the status lines"
-        elif solo.rate == 0:  # unmoved, but a typical shard would not have moved the printed count yet
+        elif pace is None:  # unmoved, but a typical shard would not have moved the printed count yet
             why = (
                 f"items= is printed in steps of {solo.step:,.0f} and a typical shard moves it by only "
                 f"{solo.shard_rate * solo.seconds:,.0f} in {solo.seconds:.0f}s: a stall and slow progress "
                 "look the same until then"
             )
         else:
-            why = "a low item rate: a slow worker or expensive records"
+            why = f"a low {pace[0]} rate: a slow worker or expensive records"
         lines.append(
             f"cause undetermined: {why}; worker lines or Zephyr's telemetry (--finelog) name the shard and tell"
         )

@@ -278,6 +278,21 @@ class Alone:
         """The status line's counts this stretch shows."""
         return "items= and bytes_processed=" if np.isfinite(self.size[2]) else "items="
 
+    def pace(self) -> tuple[str, float, float] | None:
+        """(the status-line count, its rate while alone, a typical shard's rate) of the count that
+        shows the lone shard's pace best: the one that moved by more printed steps (a rate from a
+        count that moved one step is that step over the stretch, whatever the shard did). None:
+        neither moved."""
+        moved = [
+            (rate * self.seconds / step, name, rate, typical)
+            for name, rate, typical, step in (
+                ("items=", self.rate, self.shard_rate, self.step),
+                ("bytes_processed=", *self.size),
+            )
+            if rate > 0 and typical > 0  # also NaN
+        ]
+        return max(moved)[1:] if moved else None
+
     def frozen(self) -> bool:
         """No visible progress although a typical shard would have moved a count 3 steps: items=, or
         bytes_processed= (2 decimals of its unit: finer than items= where that prints 3 digits)."""

@@ -513,16 +513,39 @@ class Timeline:
 
     def _open_tail_attempts(self, ev: Evidence) -> None:
         """A coordinator-only log never names the new holder of a requeued shard: when the last
-        status still shows shards in flight, a requeued shard with no later attempt is running."""
+        status still shows shards in flight, a requeued shard with no later attempt is running
+        where the status lines prove it (`_still_in_flight`)."""
         if ev.state != "running" or not self.status or not self.status[-1]["in_flight"]:
             return
         stage, table = self.status[-1]["stage"], self.attempts
         for shard in sorted({table.shard[i] for i in table.rows_where("kind", INFRA)}):  # few: infra failures
             row = table.get((stage, shard, table.top_attempt(stage, shard)))  # its newest attempt in the stage
-            if row is not None and row.get("outcome") == "failed" and row.get("kind") == INFRA:
+            if (
+                row is not None
+                and row.get("outcome") == "failed"
+                and row.get("kind") == INFRA
+                and _still_in_flight(ev.status, stage, row.get("end_ts"))
+            ):
                 self.attempts.add(
                     (stage, shard, row["attempt"] + 1), worker=None, start_ts=row.get("end_ts"), outcome="running"
                 )
+
+
+def _still_in_flight(status, stage: str, requeued) -> bool:
+    """Whether a shard requeued at `requeued` must still be in flight, the log naming none of its
+    completions: its stage's queue was empty then (a requeued shard in a tail is handed out at
+    once, and nothing else is) and no shard of the stage has completed since. Otherwise it may
+    have finished unseen (a preempted shard requeued mid-stage, 800 completions before the tail)."""
+    import numpy as np
+    import pandas as pd
+
+    mine = status[(status["stage"] == stage).to_numpy(dtype=bool)]
+    ts = pd.to_numeric(mine["ts"], errors="coerce").to_numpy(dtype=float)
+    before = np.flatnonzero(ts <= requeued) if requeued is not None else np.empty(0, np.int64)
+    if not len(before):
+        return False
+    then, now = mine.iloc[before[-1]], mine.iloc[-1]
+    return then["queue_depth"] == 0 and now["completed"] == then["completed"]
 
 
 def _when(ts: float) -> str:
