@@ -228,3 +228,27 @@ def test_a_lone_shards_pace_is_read_from_the_count_that_moved_by_more_steps(tmp_
     assert (f.kind, f.severity) == ("data-skew", "warning"), f
     assert any("bytes_processed= rose" in line for line in f.evidence), f.evidence
     assert any("its records are expensive" in line for line in f.evidence), f.evidence
+
+
+def test_a_workers_log_beside_the_coordinators_keeps_its_warning_and_gives_one_finding_per_shard(tmp_path):
+    """size-skew-nocounters 105 s into its tail: the coordinator log alone warns that the stage's
+    last shard ran alone 2x a typical run. With the workers' lines too, the shard's own finding
+    was only one to watch (its worker logs nothing while it runs) and came beside that warning:
+    two findings of two severities for one shard. Now one warning on shard 768, its facts in it."""
+    from zephyr_debug.analyze.analysis import analyze
+
+    found = {}
+    for job in generate(tmp_path, BY_NAME["size-skew-nocounters"], variants=("coord", "full")):
+        [name] = [p.name for p in (job / "evidence").iterdir()]
+        log = (job / "evidence" / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        alone = [i for i, ln in enumerate(log) if " complete, 1 in-flight, 0 queued" in ln]
+        cut = tmp_path / f"cut-{job.name}"
+        cut.mkdir()
+        (cut / name).write_text("".join(log[: alone[21] + 1]), encoding="utf-8")
+        found[job.name.split(".")[1]] = analyze(load(str(cut))).findings
+    [coord] = [f for f in found["coord"] if f.severity != "info"]
+    assert (coord.kind, coord.shard) == ("undetermined", None), coord
+    mine = [f for f in found["full"] if f.shard == 768]
+    assert [(f.kind, f.severity) for f in mine] == [("undetermined", "warning")], mine
+    assert any("finished peer(s)" in line for line in mine[0].evidence)  # the shard's own facts
+    assert not any("has logged nothing" in line for line in mine[0].evidence)

@@ -386,7 +386,7 @@ def _stragglers(ctx: Context, found: list[Finding]) -> list[Finding]:
 
 def _solo_tails(ctx: Context, found: list[Finding]) -> list[Finding]:
     """Stages whose status lines show one shard alone in flight for longer than `alone_shards`
-    typical runs, that no shard-level finding explains (a coordinator-only log)."""
+    typical runs, that no shard-level warning explains (a coordinator-only log, or a shard to watch)."""
     if ctx.gone:
         return found
     shards, th, hb = ctx.shards, ctx.th, ctx.hb
@@ -411,7 +411,20 @@ def _solo_tails(ctx: Context, found: list[Finding]) -> list[Finding]:
         shard = int(one["shard"]) if one is not None else None
         worker = one["worker"] if one is not None and isinstance(one["worker"], str) else None
         cost = Cost(held_s=al.seconds, idle_worker_hours=ctx.idle(stage, al.start, al.end))
-        out.append(causes.solo_tail(stage, al, shard, worker, hb, th, ctx.steps, cost))
+        solo = causes.solo_tail(stage, al, shard, worker, hb, th, ctx.steps, cost)
+        watched = [
+            f
+            for f in out
+            if shard is not None and (f.stage, f.shard) == (stage, shard) and f.kind in causes.STRAGGLER_KINDS
+        ]
+        # The shard's own finding is one to watch (info): one finding per shard, a warning as the
+        # coordinator's lines alone would give (a worker's log must not take it away), its facts after.
+        if watched:
+            out = [f for f in out if f not in watched]
+            more = [ln for f in watched for ln in f.evidence if causes.SILENT_HOLDER not in ln]
+            more = [ln for ln in more if ln not in solo.evidence]
+            solo = replace(solo, evidence=(*solo.evidence, *more))
+        out.append(solo)
     return out
 
 

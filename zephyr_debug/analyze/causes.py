@@ -114,7 +114,7 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
         severity = INFO
         lines.insert(
             1,
-            f"{worker} has logged nothing since the shard began: a lost worker looks like this until "
+            f"{worker} {SILENT_HOLDER}: a lost worker looks like this until "
             f"Zephyr's heartbeat timeout ({stage.timeout_s:.0f}s) requeues its shard; a warning if it still "
             f"runs at {stage.cut_s + stage.requeue_by_s:.0f}s",
         )
@@ -137,6 +137,9 @@ def straggler(r, stage: StageView, hb: float, th: Thresholds, steps: Steps, cost
         ratio_to_median=ratio,
         metrics=metrics + (("median_s", stage.median_s), ("cut_s", stage.cut_s), ("peers", stage.peers)),
     )
+
+
+SILENT_HOLDER = "has logged nothing since the shard began"  # the line that makes a straggler one to watch
 
 
 def _silent_since_start(r) -> bool:
