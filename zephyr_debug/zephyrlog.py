@@ -24,7 +24,9 @@ from functools import cache, lru_cache
 TZ_ENV = "ZDEBUG_TZ"
 COARSEST_S = 1.0  # the coarsest time a log prefix prints: whole seconds (glog, journald, Iris CLI)
 _NUM = rb"(?P<items>[\d.]+[KMBT]?)"
-_BYTES = rb"(?P<bytes>\d+(?:\.\d+)? (?:bytes|[KMGT]iB))"  # human_bytes: `504 bytes`, `71.88 KiB`
+BYTE_UNITS = ("bytes", "KiB", "MiB", "GiB", "TiB")  # human_bytes: `504 bytes`, `71.88 KiB`; x1024 each
+_BYTE_SCALE = {unit: 1024**power for power, unit in enumerate(BYTE_UNITS)}
+_BYTES = rb"(?P<bytes>\d+(?:\.\d+)? (?:" + "|".join(BYTE_UNITS).encode() + rb"))"
 _STAGE = rb"(?P<stage>[^\]\n]+)"
 _EXEC = rb"(?:\[(?P<exec>[^\]\n]+)\] )?"
 
@@ -69,6 +71,7 @@ STATUS = Message(
     b" complete, ",
 )
 THROUGHPUT = "; items={items} ({item_rate}/s), bytes_processed={bytes} ({byte_rate}/s)"  # status line's tail
+ITEM_COUNT, BYTE_COUNT = "items=", "bytes_processed="  # the two counts THROUGHPUT prints
 RETRIED = Message(
     "retried",
     "[{exec}] Shards retried (attempts: shard count): {counts}",
@@ -584,7 +587,7 @@ def human_number(text: str | None) -> float | None:
 def human_bytes_number(text: str | None) -> float | None:
     """The reverse of `human_bytes`: `71.88 KiB` -> 73605.12 (None: not a size)."""
     number, _, unit = (text or "").partition(" ")
-    scale = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}.get(unit)
+    scale = _BYTE_SCALE.get(unit)
     try:
         return float(number) * scale if scale else None
     except ValueError:
@@ -592,11 +595,11 @@ def human_bytes_number(text: str | None) -> float | None:
 
 
 def human_bytes(n: float) -> str:
-    """Zephyr's byte sizes: 504 bytes, 71.88 KiB, 1.2 GiB."""
+    """Zephyr's byte sizes: 504 bytes, 71.88 KiB, 1.20 GiB."""
     if abs(n) < 1024:
-        return f"{int(n)} bytes"
-    for unit in ("KiB", "MiB", "GiB"):
+        return f"{int(n)} {BYTE_UNITS[0]}"
+    for unit in BYTE_UNITS[1:-1]:
         n /= 1024.0
         if abs(n) < 1024:
             return f"{n:.2f} {unit}"
-    return f"{n / 1024.0:.2f} TiB"
+    return f"{n / 1024.0:.2f} {BYTE_UNITS[-1]}"

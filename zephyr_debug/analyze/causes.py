@@ -15,7 +15,7 @@ from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.analyze.progress import Alone
 from zephyr_debug.analyze.thresholds import FROZEN_LINES, MIN_WORKER_SHARDS, Thresholds
 from zephyr_debug.findings import CAUSES, INFO, KINDS, WARNING, Cost, Finding
-from zephyr_debug.zephyrlog import human_bytes
+from zephyr_debug.zephyrlog import BYTE_COUNT, human_bytes
 
 STRAGGLER_KINDS = tuple(k.name for k in KINDS.values() if k.straggler)
 METRICS = (
@@ -240,7 +240,7 @@ def _count(value) -> str:
 
 def _per_s(count: str, rate: float) -> str:
     """A status-line count's rate as Zephyr prints it: `44.4/s`, `15.2 KiB/s`."""
-    return f"{human_bytes(rate)}/s" if count == "bytes_processed=" else f"{rate:,.1f}/s"
+    return f"{human_bytes(rate)}/s" if count == BYTE_COUNT else f"{rate:,.1f}/s"
 
 
 def frozen_stage(prog, frozen_s: float, hb: float, steps: Steps) -> Finding:

@@ -12,6 +12,7 @@ import pandas as pd
 
 from zephyr_debug.findings import ERROR, INFO, Finding, clean_number
 from zephyr_debug.model import Evidence
+from zephyr_debug.zephyrlog import BYTE_COUNT, ITEM_COUNT
 
 
 @dataclass(frozen=True)
@@ -276,7 +277,7 @@ class Alone:
     @property
     def counts(self) -> str:
         """The status line's counts this stretch shows."""
-        return "items= and bytes_processed=" if np.isfinite(self.size[2]) else "items="
+        return f"{ITEM_COUNT} and {BYTE_COUNT}" if np.isfinite(self.size[2]) else ITEM_COUNT
 
     def pace(self) -> tuple[str, float, float] | None:
         """(the status-line count, its rate while alone, a typical shard's rate) of the count that
@@ -286,8 +287,8 @@ class Alone:
         moved = [
             (rate * self.seconds / step, name, rate, typical)
             for name, rate, typical, step in (
-                ("items=", self.rate, self.shard_rate, self.step),
-                ("bytes_processed=", *self.size),
+                (ITEM_COUNT, self.rate, self.shard_rate, self.step),
+                (BYTE_COUNT, *self.size),
             )
             if rate > 0 and typical > 0  # also NaN
         ]
