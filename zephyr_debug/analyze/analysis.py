@@ -412,11 +412,11 @@ def _solo_tails(ctx: Context, found: list[Finding]) -> list[Finding]:
         worker = one["worker"] if one is not None and isinstance(one["worker"], str) else None
         cost = Cost(held_s=al.seconds, idle_worker_hours=ctx.idle(stage, al.start, al.end))
         solo = causes.solo_tail(stage, al, shard, worker, hb, th, ctx.steps, cost)
-        watched = [
-            f
-            for f in out
-            if shard is not None and (f.stage, f.shard) == (stage, shard) and f.kind in causes.STRAGGLER_KINDS
-        ]
+        watched = (
+            [f for f in out if (f.stage, f.shard) == (stage, shard) and f.kind in causes.STRAGGLER_KINDS]
+            if shard is not None
+            else []
+        )
         # The shard's own finding is one to watch (info): one finding per shard, a warning as the
         # coordinator's lines alone would give (a worker's log must not take it away), its facts after.
         if watched:

@@ -25,17 +25,9 @@ NAN = math.nan
 STATUS_FLOATS = ("ts", "items", "bytes")  # the other status columns are counts (int64 once whole)
 _TS, _DONE, _TOTAL, _FLIGHT, _QUEUE, _RETRIES, _ALIVE, _REG, _DEAD, _ITEMS, _BYTES = range(len(STATUS_VALUES))
 _COUNTS = [_TOTAL, _ALIVE, _REG, _DEAD]  # a change of any is a change of state
-_RUN_KEY = [
-    _DONE,
-    _TOTAL,
-    _FLIGHT,
-    _QUEUE,
-    _ALIVE,
-    _REG,
-    _DEAD,
-    _ITEMS,
-    _BYTES,
-]  # equal rows while the queue is not empty
+# Equal rows: while the queue is not empty, and while it is empty (the tail's counts).
+_RUN_KEY = [_DONE, _TOTAL, _FLIGHT, _QUEUE, _ALIVE, _REG, _DEAD, _ITEMS, _BYTES]
+_TAIL_KEY = [_ITEMS, _BYTES]
 
 
 def distinct(codes: np.ndarray) -> list[int]:
@@ -103,7 +95,7 @@ class _StageRows:
             )
             same = np.where(
                 now_empty & was_empty,
-                same_value[:, _ITEMS] & same_value[:, _BYTES],
+                same_value[:, _TAIL_KEY].all(axis=1),
                 ~now_empty & ~was_empty & same_value[:, _RUN_KEY].all(axis=1),
             )
             same_before = np.concatenate(([self.prev_same], same[:-1]))
