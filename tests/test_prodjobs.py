@@ -252,3 +252,6 @@ def test_a_workers_log_beside_the_coordinators_keeps_its_warning_and_gives_one_f
     assert [(f.kind, f.severity) for f in mine] == [("undetermined", "warning")], mine
     assert any("finished peer(s)" in line for line in mine[0].evidence)  # the shard's own facts
     assert not any("has logged nothing" in line for line in mine[0].evidence)
+    # Worker lines named the shard: the hint to fetch them is for the coordinator-only log alone.
+    assert any("name the shard" in line for line in coord.evidence), coord.evidence
+    assert not any("name the shard" in line for line in mine[0].evidence), mine[0].evidence

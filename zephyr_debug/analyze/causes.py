@@ -324,9 +324,8 @@ def solo_tail(
             )
         else:
             why = f"a low {pace[0]} rate: a slow worker or expensive records"
-        lines.append(
-            f"cause undetermined: {why}; worker lines or Zephyr's telemetry (--finelog) name the shard and tell"
-        )
+        tells = "worker lines or Zephyr's telemetry (--finelog) name the shard and tell"
+        lines.append(f"cause undetermined: {why}; {tells if shard is None else 'its telemetry (--finelog) tells'}")
         kind = "undetermined"
     if shard is None:
         lines.append("this log does not name the shard (no worker lines)")
