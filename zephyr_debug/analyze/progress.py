@@ -129,8 +129,8 @@ def frozen_items_s(ev: Evidence, prog: Progress, completions: bool = False) -> f
     if not counters or not tail[-1]:
         return 0.0
     same = tail.copy()
-    for c in counters:
-        same &= c == c[-1]
+    for c in counters:  # a row without a count (a line cut short) is no evidence it moved
+        same &= np.isnan(c) | (c == c[-1])
     if completions:
         done = pd.to_numeric(mine["completed"], errors="coerce").to_numpy(dtype=float)
         same &= np.isnan(done) | (done == done[-1])
