@@ -119,8 +119,18 @@ def test_live_playbook_commands_run_against_a_running_job(book, tmp_path, monkey
 
 
 def wait_for_tail(job: Job, settle_s: float) -> None:
-    """Until every shard has started, then `settle_s` longer so the held ones age past their peers."""
+    """Until every shard has started (or, every worker held, nothing has moved for `settle_s`: no
+    shard would start), then `settle_s` longer so the held ones age past their peers."""
     deadline = time.time() + 30
-    while time.time() < deadline and job.coordinator.get_status().queue_depth > 0:
+    seen, since = None, time.time()
+    while time.time() < deadline:
+        status = job.coordinator.get_status()
+        if status.queue_depth == 0:
+            break
+        now = (status.completed, status.in_flight, status.queue_depth)
+        if now != seen:
+            seen, since = now, time.time()
+        elif time.time() - since >= settle_s:
+            break
         time.sleep(0.2)
     time.sleep(settle_s)

@@ -29,6 +29,8 @@ from zephyr_debug.reference.coordinator import Coordinator, CoordinatorConfig, S
 from zephyr_debug.reference.faults import Fault
 from zephyr_debug.reference.server import LOOPBACK, CoordinatorServer
 
+SHUTDOWN_GRACE_S = 10.0  # a finished job's workers: time to see `shutdown` and exit before SIGKILL
+
 
 def default_stages(shards: int = 16, rows: int = 20_000) -> list[StageSpec]:
     work = {"rows": rows, "chunk_rows": max(rows // 10, 1), "chunk_seconds": 0.05}
@@ -247,7 +249,8 @@ class Job:
                     continue
 
     def _shutdown(self) -> None:
-        grace = time.time() + 10
+        # A finished job's workers are told to shut down and exit; an interrupted one's would run on.
+        grace = time.time() + (0 if self.state == "interrupted" else SHUTDOWN_GRACE_S)
         while time.time() < grace and any(w.proc and w.proc.poll() is None for w in self.workers):
             self.coordinator.tick()
             time.sleep(0.05)
