@@ -8,18 +8,22 @@ import os
 import pty
 import select
 import signal
+import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from conftest import FAST, fast_stages
 from typer.testing import CliRunner
 
+from benchmarks.bench_early import CAPTURES
 from zephyr_debug.cli import app
 from zephyr_debug.reference import Job, JobConfig, parse_fault
 
 pytestmark = pytest.mark.slow
+ZDEBUG = Path(sys.executable).with_name("zdebug")
 
 
 def start_job(root, hang: str, deadline_s: float) -> tuple[Job, threading.Thread, dict]:
@@ -145,3 +149,35 @@ def test_watch_follows_a_job_to_its_end_and_exits(tmp_path):
         os.close(fd)
     assert status is not None and os.waitstatus_to_exitcode(status) == 0, text[-2000:]
     assert "running" in text and "succeeded" in text  # live frames, then the end (from the job store)
+
+
+@pytest.mark.parametrize("target", ["dir", "file"])
+def test_watch_keeps_the_last_read_while_a_local_log_is_rewritten(tmp_path, target):
+    """A log rewritten in place (logrotate's copytruncate, a copy over it) reads empty for a moment:
+    `watch` of it says so once and keeps the last good read; the log back, it goes on to the end."""
+    log = (CAPTURES / "healthy" / "coordinator.log").read_bytes()
+    lines = log.splitlines(keepends=True)
+    here = tmp_path / "job"
+    here.mkdir()
+    path = here / "coordinator.log"
+    path.write_bytes(b"".join(lines[: len(lines) // 2]))  # running
+    proc = subprocess.Popen(
+        [str(ZDEBUG), "watch", str(here if target == "dir" else path), "--interval", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    try:
+        time.sleep(1.0)  # a few refreshes of the running half
+        path.write_bytes(b"")
+        time.sleep(1.5)  # several refreshes of the empty file
+        assert proc.poll() is None, proc.communicate()[0].decode()
+        path.write_bytes(log)  # the whole log: the job ended
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = out.decode()
+    assert proc.returncode == 0, text[-2000:]
+    assert text.count("showing the last good read") == 1, text[-2000:]
+    assert "succeeded" in text, text[-2000:]

@@ -117,6 +117,8 @@ def register(app: typer.Typer) -> None:
             con.print(view.screen(snap, live=False))
             return
         export = _exporter(url, metrics_port, con)
+        local = _local(url)
+        said: set[str] = set()
         try:
             with Live(view.screen(snap), console=con, auto_refresh=False, transient=False) as live:
                 while True:
@@ -125,7 +127,10 @@ def register(app: typer.Typer) -> None:
                     if snap.analysis.state != "running":
                         break
                     time.sleep(interval)
-                    snap = snapshot(_reload(read, snap, finelog), interval, url)
+                    ev = _refresh(read, snap, finelog, local, lambda m: _say_once(con, said, m))
+                    if ev is None:
+                        continue
+                    snap = snapshot(ev, interval, url)
                     live.update(view.screen(snap), refresh=True)
         except KeyboardInterrupt:
             con.print("[dim]stopped watching[/]")
@@ -146,6 +151,13 @@ def _exporter(target: str, port: int | None, con) -> FindingsCollector | None:
     return collector
 
 
+def _local(url: str) -> bool:
+    """Whether `url` is a file or directory here (not a coordinator, Iris or finelog address)."""
+    from pathlib import Path
+
+    return "://" not in url and Path(url).exists()
+
+
 def _reader(url: str, finelog: str | None) -> Callable[[], Evidence]:
     """How each refresh reads the job: a plain log file only grows, so a refresh folds what was
     appended since the last (`sources.follow`); anything else is loaded whole."""
@@ -158,6 +170,28 @@ def _reader(url: str, finelog: str | None) -> Callable[[], Evidence]:
     if finelog is None and LogFollower.follows(path):
         return LogFollower(path).evidence
     return lambda: load(url, finelog)
+
+
+def _refresh(
+    read: Callable[[], Evidence], last: Snapshot, finelog: str | None, local: bool, say: Callable[[str], None]
+) -> Evidence | None:
+    """The next refresh's evidence; None: a local log that reads as nothing for now (rewritten in
+    place or rotated by copytruncate, it can read empty or cut for a moment), said, the last read kept."""
+    if not local:
+        return _reload(read, last, finelog)
+    try:
+        return read()
+    except ZdebugError as exc:
+        say(f"refresh: {exc.message}; showing the last good read")
+        return None
+
+
+def _say_once(con, said: set[str], message: str) -> None:
+    from zephyr_debug.render.output import clean
+
+    if message not in said:
+        said.add(message)
+        con.print(f"[dim]{clean(message)}[/]", highlight=False)
 
 
 def _reload(read: Callable[[], Evidence], last: Snapshot, finelog: str | None) -> Evidence:
