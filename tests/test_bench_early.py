@@ -37,7 +37,10 @@ def test_replay_of_one_small_job_names_its_fault(tmp_path: Path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_quick_run_reports_in_the_agreed_shape():
+def test_quick_run_reports_in_the_agreed_shape(monkeypatch):
+    """The whole run, on a healthy job, a crash loop and a real capture (`--quick` has six jobs)."""
+    monkeypatch.setattr(bench_early, "QUICK", {"healthy-50": (COORD,), "task-crash": (COORD,)})
+    monkeypatch.setattr(bench_early, "QUICK_CAPTURES", ("healthy",))
     results = bench_early.run(quick=True)
     assert "early_wrong_findings_healthy" in results
     assert all(set(r) == KEYS for r in results.values())

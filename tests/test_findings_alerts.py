@@ -71,7 +71,7 @@ def replay(name: str, tmp: Path) -> list[dict]:
     cuts), then at its end."""
     log = TimedLog((CAPTURES / name / "coordinator.log").read_bytes())
     frames = []
-    step = max(STEP, len(log.times) // MAX_CUTS)
+    step = max(STEP, -(-len(log.times) // MAX_CUTS))  # at most MAX_CUTS cuts
     for k in [*range(step, len(log.times), step), len(log.times)]:
         a = analysis_at(log, k, tmp)
         empty = {metric: [] for metric in exporter.METRICS}  # no Zephyr line yet: nothing to export
