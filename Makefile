@@ -17,11 +17,10 @@ install: $(BIN)/.installed-$(EXTRAS)
 demo: install
 	$(BIN)/zdebug demo
 
-# Three test processes on two cores (most tests wait on real jobs, servers and subprocesses: a
-# third keeps the cores busy, and on a shared machine takes a larger share of them); each file
-# runs in one of them, so its module fixtures start once. TEST_PROCESSES=0: one process.
+# Two test processes (one per core; most tests wait on real jobs, servers and subprocesses);
+# each file runs in one of them, so its module fixtures start once. TEST_PROCESSES=0: one process.
 # Tests marked `alone` (real pipelines whose shard durations a rule compares) run after, alone.
-TEST_PROCESSES ?= 3
+TEST_PROCESSES ?= 2
 test: lint
 	$(BIN)/pytest -q -ra --durations=20 -n $(TEST_PROCESSES) --dist loadfile -m "not alone"
 	$(BIN)/pytest -q -ra --durations=10 -m alone
