@@ -6,13 +6,12 @@ import contextlib
 import json
 import os
 import pty
+import re
 import select
 import signal
-import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from conftest import FAST, fast_stages
@@ -23,7 +22,6 @@ from zephyr_debug.cli import app
 from zephyr_debug.reference import Job, JobConfig, parse_fault
 
 pytestmark = pytest.mark.slow
-ZDEBUG = Path(sys.executable).with_name("zdebug")
 
 
 def start_job(root, hang: str, deadline_s: float) -> tuple[Job, threading.Thread, dict]:
@@ -151,6 +149,14 @@ def test_watch_follows_a_job_to_its_end_and_exits(tmp_path):
     assert "running" in text and "succeeded" in text  # live frames, then the end (from the job store)
 
 
+KEPT = "showing the last good read"
+
+
+def _words(screen: str) -> str:
+    """The screen's words in order: no escape sequences, a wrapped line joined."""
+    return " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen).split())
+
+
 @pytest.mark.parametrize("target", ["dir", "file"])
 def test_watch_keeps_the_last_read_while_a_local_log_is_rewritten(tmp_path, target):
     """A log rewritten in place (logrotate's copytruncate, a copy over it) reads empty for a moment:
@@ -161,23 +167,24 @@ def test_watch_keeps_the_last_read_while_a_local_log_is_rewritten(tmp_path, targ
     here.mkdir()
     path = here / "coordinator.log"
     path.write_bytes(b"".join(lines[: len(lines) // 2]))  # running
-    proc = subprocess.Popen(
-        [str(ZDEBUG), "watch", str(here if target == "dir" else path), "--interval", "0.2"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "COLUMNS": "80"},
-    )
+    pid, fd = watch_on_a_terminal(str(here if target == "dir" else path), {**os.environ, "COLUMNS": "80"})
+    status = None
     try:
-        time.sleep(1.0)  # a few refreshes of the running half
+        text, status = read_until(pid, fd, lambda t: "running" in t, 60)  # its first read is drawn
+        assert status is None and "running" in text, text[-2000:]
         path.write_bytes(b"")
-        time.sleep(1.5)  # several refreshes of the empty file
-        assert proc.poll() is None, proc.communicate()[0].decode()
+        text, status = read_until(pid, fd, lambda t: KEPT in _words(t), 60)
+        assert status is None and KEPT in _words(text), text[-2000:]
+        more, status = read_until(pid, fd, lambda t: False, 1.5)  # refreshes of the empty file
+        assert status is None, (text + more)[-2000:]
         path.write_bytes(log)  # the whole log: the job ended
-        out, _ = proc.communicate(timeout=60)
+        rest, status = read_until(pid, fd, lambda t: False, 60)
+        text += more + rest
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    text = out.decode()
-    assert proc.returncode == 0, text[-2000:]
-    assert text.count("showing the last good read") == 1, text[-2000:]
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert status is not None and os.waitstatus_to_exitcode(status) == 0, text[-2000:]
+    assert _words(text).count(KEPT) == 1, text[-2000:]
     assert "succeeded" in text, text[-2000:]
