@@ -165,3 +165,30 @@ def test_dense_pattern_reads_what_each_message_reads(worker, stage, exec_, n, se
             got["worker"] = first
         assert got.pop("ts") == f"2026-12-02 21:59:16,{ms:03d}".encode()
         assert got == want, text
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    day=st.dates(),
+    clock=st.times().map(lambda t: t.strftime("%H:%M:%S")),
+    frac=st.sampled_from(["", ",708", ".7", ".708123", ",123456789", ",1234567890"]),
+    zone=st.sampled_from(["", "Z", "+01:00", "-0530"]),
+    level=st.sampled_from(["INFO", "I", "W", "WARNING", "X"]),
+    logger=st.from_regex(r"[\w.\-]{1,12}", fullmatch=True),
+    tail=st.sampled_from([": ", ":", " ", ":341] ", " [x-1] ", ": 22:18:25 ", " 2026-11-19T22:18:25Z ", ""]),
+    form=st.sampled_from(["python", "glog-year", "glog"]),
+    outer=st.sampled_from(["", "[22:18:25] task=/alice/job/0 | ", "[22:18:25] task=/a:b | ", "x "]),
+)
+def test_common_prefixes_read_without_a_search_as_the_search_reads_them(
+    day, clock, frac, zone, level, logger, tail, form, outer
+):
+    """Python logging's and glog's prefixes (behind the Iris CLI's too) are read without searching
+    every form: the time must be the one the search finds (near misses and later times included)."""
+    time_ = f"{clock}{frac}{zone}"
+    text = {
+        "python": f"{day.isoformat()} {time_} {level} {logger}{tail}",
+        "glog-year": f"{level[0]}{day:%Y%m%d} {time_} 140415056467648 {logger}{tail}",
+        "glog": f"{level[0]}{day:%m%d} {time_} 140415 {logger}{tail}",
+    }[form]
+    text = (outer + text).encode()
+    assert zephyrlog.prefix_time(text) == zephyrlog.search_time(text)

@@ -256,7 +256,7 @@ REVERSED_SHARE = 0.9  # of the steps between record times in a file's head, goin
 MIN_STEPS = 5  # time steps it takes to tell an order
 ORDER_SAMPLE = 256 << 10  # bytes of a file's head whose record times tell its order
 JSON_START_RE = re.compile(rb'\s*(?:\{\s*["}]|\[\s*(?:[{\["\]]|-?\d+(?:\.\d+)?\s*[,\]]|true|false|null))')
-ORDER_TIMES = 300  # record times read from it, at most (a prefix_time costs ~50 us)
+ORDER_TIMES = 300  # record times read from it, at most (an unusual prefix's time costs ~50 us)
 MAX_REORDER_BYTES = 512 << 20  # a newest-first text is reordered in memory up to this size
 
 

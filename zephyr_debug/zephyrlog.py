@@ -17,6 +17,7 @@ import calendar
 import os
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, lru_cache
@@ -449,22 +450,60 @@ class PrefixTime:
     step: float = COARSEST_S  # the resolution it was printed at: 1 s without a fraction, 1 ms with 3 digits
 
 
+# Each alternative of TIME_RE (`p<i>`): its parts' names and group numbers, read with one call.
+_TIME_PARTS = {
+    tag: tuple(
+        (name[len(tag) + 1 :], index) for name, index in TIME_RE.groupindex.items() if name.startswith(tag + "_")
+    )
+    for tag in TIME_RE.groupindex
+    if "_" not in tag
+}
+# The prefixes of nearly every line: Python logging's or glog's (with or without the year), also
+# behind the Iris CLI's. When nothing after that time holds a digit, a colon and a digit, no other
+# time is there: it is the one the search over every form would find, without the search.
+_IRIS_CLI = rb"(?:\[\d\d:\d\d:\d\d\] task=[^\s:]* \| )?"
+_LEADING_TIMES = tuple(
+    (rx, tuple(rx.groupindex.items()))
+    for rx in (
+        re.compile(_IRIS_CLI + _ISO),
+        re.compile(_IRIS_CLI + rb"[IWEFD](?P<Y>\d{4})(?P<M>\d\d)(?P<D>\d\d) " + _HMS),
+        re.compile(_IRIS_CLI + rb"[IWEFD](?P<M>\d\d)(?P<D>\d\d) " + _HMS),
+    )
+)
+_CLOCK_PART = re.compile(rb"\d:\d")  # every form's time has one
+
+
+def _prefix_time(parts: Iterable[tuple[str, bytes | None]]) -> PrefixTime:
+    g = {k: v for k, v in parts if v is not None}
+    month, frac = g.get("M"), g.get("f")
+    return PrefixTime(
+        int(g["Y"]) if "Y" in g else None,
+        (_MONTH[month] if month in _MONTH else int(month)) if month else None,
+        int(g["D"]) if "D" in g else None,
+        int(g["h"]) * 3600 + int(g["m"]) * 60 + int(g["s"]) + (int(frac) / 10 ** len(frac) if frac else 0.0),
+        g["z"].decode() if "z" in g else None,
+        10.0 ** -len(frac) if frac else COARSEST_S,
+    )
+
+
 def prefix_time(text: bytes) -> PrefixTime | None:
     """The time a line's prefix (`text`, the bytes before the message) carries, or None."""
+    for rx, parts in _LEADING_TIMES:
+        m = rx.match(text)
+        if m is not None:
+            if _CLOCK_PART.search(text, m.end()) is None:
+                return _prefix_time((name, m.group(index)) for name, index in parts)
+            break
+    return search_time(text)
+
+
+def search_time(text: bytes) -> PrefixTime | None:
+    """`prefix_time` by searching every prefix form's time in `text` (its general path)."""
     best: PrefixTime | None = None
     rank = -1
     for m in TIME_RE.finditer(text):
-        tag = f"{m.lastgroup}_"  # the alternative that matched: `p<i>`, its parts `p<i>_<part>`
-        g = {k[len(tag) :]: v for k, v in m.groupdict().items() if v is not None and k.startswith(tag)}
-        month, frac = g.get("M"), g.get("f")
-        found = PrefixTime(
-            int(g["Y"]) if "Y" in g else None,
-            (_MONTH[month] if month in _MONTH else int(month)) if month else None,
-            int(g["D"]) if "D" in g else None,
-            int(g["h"]) * 3600 + int(g["m"]) * 60 + int(g["s"]) + (int(frac) / 10 ** len(frac) if frac else 0.0),
-            g["z"].decode() if "z" in g else None,
-            10.0 ** -len(frac) if frac else COARSEST_S,
-        )
+        parts = _TIME_PARTS[m.lastgroup or ""]  # the alternative that matched
+        found = _prefix_time(zip((name for name, _ in parts), m.group(*(i for _, i in parts)), strict=True))
         r = (found.year is not None) * 2 + (found.month is not None)
         if r >= rank:
             best, rank = found, r
