@@ -258,3 +258,33 @@ def test_a_workers_log_beside_the_coordinators_keeps_its_warning_and_gives_one_f
     # Worker lines named the shard: the hint to fetch them is for the coordinator-only log alone.
     assert any("name the shard" in line for line in coord.evidence), coord.evidence
     assert not any("name the shard" in line for line in mine[0].evidence), mine[0].evidence
+
+
+@pytest.mark.parametrize("name", ["healthy-multistage", "cost-skew", "size-skew-reduce"])
+def test_a_coordinator_log_reads_a_stages_mean_run_and_when_its_last_shard_was_left_alone(tmp_path, name):
+    """From status lines alone: Little's law over the rows with shards queued gives the stage's
+    mean run time, counted from its first completion (its first wave completes nothing for a
+    whole run: counted in, a 2-wave stage of 49 s runs read 122 s); the lone stretch began
+    between the last line with more in flight and the first with one (halfway: within half a
+    status period of the last other shard's end)."""
+    import statistics
+
+    from benchmarks.prodjobs import resolve, simulate, write
+    from zephyr_debug.analyze.progress import alone
+
+    run = resolve(BY_NAME[name], 0, simulate)
+    write(run, "coord", tmp_path)
+    ev = load(str(tmp_path))
+    checked = 0
+    for i, stage in enumerate(run.stages):
+        al = alone(ev, stage.name)
+        if al is None:
+            continue
+        done = sorted((a.end, a.shard) for a in run.attempts if a.stage == i and a.outcome == "done" and a.end)
+        runs = [a.end - a.start for a in run.attempts if a.stage == i and a.outcome == "done" and a.end]
+        assert al.shard_s == pytest.approx(statistics.mean(runs), rel=0.15), stage.name  # 5 lines: 11 %
+        last_shard = done[-1][1]
+        left_alone = max(end for end, shard in done if shard != last_shard)
+        assert abs(al.start - left_alone) <= al.interval / 2 + 0.01, stage.name
+        checked += 1
+    assert checked

@@ -261,7 +261,7 @@ class Alone:
     end: float
     rate: float  # items/s of the shard while alone (NaN without item counts)
     shard_rate: float  # a typical shard's items/s over the stage: items per shard / seconds per shard
-    shard_s: float  # a typical shard's run time (Little's law: mean in flight / completions per second)
+    shard_s: float  # a typical shard's run time (`_littles_law`: mean in flight / completions per second)
     step: float  # the smallest change of the printed item count (status lines print 3 digits: 1.09K)
     interval: float = np.nan  # the status line's period (the median gap between the stage's lines)
     size: tuple[float, float, float] = (np.nan, np.nan, np.inf)  # (rate, shard_rate, step) of bytes_processed=
@@ -329,10 +329,7 @@ def alone(ev: Evidence, stage: str, typical_s: float = np.nan) -> Alone | None:
     first = last
     while first > 0 and solo[first - 1]:
         first -= 1
-    busy = ~solo & (queued > 0)
-    span = ts[busy].max() - ts[busy].min() if busy.sum() >= 2 else np.nan
-    completions = (done[busy].max() - done[busy].min()) / span if span and span > 0 else np.nan
-    shard_s = float(np.nanmean(flight[busy]) / completions) if completions and completions > 0 else np.nan
+    shard_s = _littles_law(ts, flight, done, ~solo & (queued > 0))
     if not shard_s > 0:  # also NaN
         shard_s = float(typical_s)
     rate, per_shard, step = _counter(items, ts, done, solo, first)
@@ -343,8 +340,9 @@ def alone(ev: Evidence, stage: str, typical_s: float = np.nan) -> Alone | None:
     )
     gaps = np.diff(ts[~np.isnan(ts)])
     gaps = gaps[gaps > 0]
+    began = ts[first] if first == 0 or not ts[first - 1] < ts[first] else (ts[first - 1] + ts[first]) / 2
     return Alone(
-        float(ts[first]),
+        float(began),  # between the last line with more in flight and the first with one: halfway
         float(ts[last]),
         float(rate),
         float(per_shard / shard_s) if shard_s else np.nan,
@@ -353,6 +351,22 @@ def alone(ev: Evidence, stage: str, typical_s: float = np.nan) -> Alone | None:
         float(np.median(gaps)) if len(gaps) else np.nan,
         (size[0], float(size[1] / shard_s) if shard_s else np.nan, size[2]),
     )
+
+
+def _littles_law(ts: np.ndarray, flight: np.ndarray, done: np.ndarray, busy: np.ndarray) -> float:
+    """A typical shard's run time from the rows where the stage's queue still held shards: mean in
+    flight / completions per second, from the row before its first completion on (the first wave
+    runs a whole shard with none completing: counted in, it stretches a 48 s run to 60 s in a stage
+    of 2 waves). NaN: fewer than 2 such rows, or nothing completed."""
+    rows = np.flatnonzero(busy)
+    if len(rows) < 2:
+        return np.nan
+    moved = rows[done[rows] > np.nanmin(done[rows])]
+    if len(moved) and moved[0] > rows[0]:
+        rows = rows[rows >= rows[np.searchsorted(rows, moved[0]) - 1]]
+    span = ts[rows].max() - ts[rows].min() if len(rows) >= 2 else np.nan
+    completions = (np.nanmax(done[rows]) - np.nanmin(done[rows])) / span if span > 0 else np.nan
+    return float(np.nanmean(flight[rows]) / completions) if completions > 0 else np.nan
 
 
 def _counter(values: np.ndarray, ts: np.ndarray, done: np.ndarray, solo: np.ndarray, first: int) -> tuple:
