@@ -19,7 +19,7 @@ from conftest import FAST
 
 from zephyr_debug import jobstore, zephyrlog
 from zephyr_debug.reference import CoordinatorConfig
-from zephyr_debug.reference.launcher import process_tree
+from zephyr_debug.reference.proctree import process_tree
 from zephyr_debug.sources import load
 
 pytestmark = pytest.mark.slow

@@ -27,6 +27,7 @@ from zephyr_debug.model import JobStatus, safe_name
 from zephyr_debug.reference import logfmt, telemetry
 from zephyr_debug.reference.coordinator import Coordinator, CoordinatorConfig, StageSpec
 from zephyr_debug.reference.faults import Fault
+from zephyr_debug.reference.proctree import process_tree
 from zephyr_debug.reference.server import LOOPBACK, CoordinatorServer
 
 SHUTDOWN_GRACE_S = 10.0  # a finished job's workers: time to see `shutdown` and exit before SIGKILL
@@ -35,26 +36,6 @@ SHUTDOWN_GRACE_S = 10.0  # a finished job's workers: time to see `shutdown` and 
 def default_stages(shards: int = 16, rows: int = 20_000) -> list[StageSpec]:
     work = {"rows": rows, "chunk_rows": max(rows // 10, 1), "chunk_seconds": 0.05}
     return [StageSpec("Map", shards, work), StageSpec("Map → Write", max(shards // 4, 1), work)]
-
-
-_PROC_CHILDREN = os.path.exists(f"/proc/self/task/{os.getpid()}/children")  # Linux, CONFIG_PROC_CHILDREN
-
-
-def process_tree(pid: int) -> list[int]:
-    """`pid` and its descendants, from each thread's `/proc/PID/task/TID/children`: 12 us, where
-    psutil's `children(recursive=True)` reads every process's stat (1.3 ms beside 70 processes,
-    x every worker x 20 watchdog polls a second). psutil's walk where the kernel lists none."""
-    if not _PROC_CHILDREN:
-        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
-    tree, at = [pid], 0
-    while at < len(tree):
-        task = f"/proc/{tree[at]}/task"
-        with contextlib.suppress(OSError):  # it ended meanwhile
-            for tid in os.listdir(task):
-                with contextlib.suppress(OSError), open(f"{task}/{tid}/children", encoding="ascii") as f:
-                    tree += map(int, f.read().split())
-        at += 1
-    return tree
 
 
 @dataclass

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import psutil
 
 from zephyr_debug.errors import ZdebugError
+from zephyr_debug.reference.proctree import process_tree
 
 WORKER_NAMESPACE, STAGE_NAMESPACE = "zephyr.worker", "zephyr.stage"
 START, RUNNING, END, FAILED = "START", "RUNNING", "END", "FAILED"
@@ -118,8 +119,9 @@ def _usage(proc: psutil.Process) -> tuple[float, int]:
     try:
         t, rss = proc.cpu_times(), proc.memory_info().rss
         cpu = t.user + t.system + t.children_user + t.children_system
-        for child in proc.children(recursive=True):
+        for pid in process_tree(proc.pid)[1:]:
             try:
+                child = psutil.Process(pid)
                 c = child.cpu_times()
                 cpu, rss = cpu + c.user + c.system, rss + child.memory_info().rss
             except psutil.Error:

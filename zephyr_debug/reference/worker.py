@@ -22,6 +22,7 @@ from zephyr_debug import zephyrlog
 from zephyr_debug.model import safe_name
 from zephyr_debug.reference import logfmt, telemetry
 from zephyr_debug.reference.faults import from_dicts
+from zephyr_debug.reference.proctree import process_tree
 from zephyr_debug.reference.runners import RUNNERS
 
 MAX_HEARTBEAT_FAILURES = 5
@@ -64,8 +65,8 @@ class Worker:
     def sample(self) -> dict:
         procs = [self._proc]
         try:
-            for child in self._proc.children(recursive=True):
-                procs.append(self._children.setdefault(child.pid, child))
+            for pid in process_tree(self._proc.pid)[1:]:
+                procs.append(self._children.get(pid) or self._children.setdefault(pid, psutil.Process(pid)))
         except psutil.Error:
             pass
         rss = cpu = 0.0
