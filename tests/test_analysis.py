@@ -45,11 +45,11 @@ def test_healthy_job_has_no_findings(reference_job, options):
 def test_data_skew_is_never_slow_worker(reference_job):
     # The straggler-tail playbook's job: 12 I/O-heavy shards, so the slow worker gets two shards and
     # the skew stands clear of a busy machine's run-time noise
-    result = reference_job("skew-shard:3:x8", "slow-worker:1:x6", workers=3, shards=12, stages=1, chunk_seconds=0.05)
+    result = reference_job("skew-shard:3:x12", "slow-worker:1:x6", workers=3, shards=12, stages=1, chunk_seconds=0.05)
     found = analysis(result).findings
     skew = next(f for f in found if f.shard == 3)
     assert skew.kind == "data-skew" and "slow-worker" not in skew.causes
-    assert any("8.0x the stage median" in line for line in skew.evidence)
+    assert any("12.0x the stage median" in line for line in skew.evidence)
     slow = [f for f in found if "slow-worker" in f.causes]
     assert slow and {worker_index(f.worker) for f in slow} == {1}
     assert {f.kind for f in found} <= {"data-skew", "slow-worker"}

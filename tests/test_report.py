@@ -63,7 +63,7 @@ def share_near(image: Image.Image, box: tuple[int, int, int, int], color: str, t
 @pytest.mark.timeout(600)
 def test_report_of_a_skewed_job_highlights_the_straggler_in_chromium(reference_job, jobs_root, tmp_path):
     # The straggler-tail playbook's job (shared with its test through the session cache).
-    result = reference_job("skew-shard:3:x8", "slow-worker:1:x6", workers=3, shards=12, stages=1, chunk_seconds=0.05)
+    result = reference_job("skew-shard:3:x12", "slow-worker:1:x6", workers=3, shards=12, stages=1, chunk_seconds=0.05)
     proc = zdebug("report", str(result.job_dir), "--json", home=jobs_root.parent)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)

@@ -4,7 +4,7 @@ They ship inside the wheel and are read through `importlib.resources`.
     +++
     title = "…"
     causes = ["data-skew"]                # the findings this playbook answers (zdebug diagnose)
-    faults = ["skew-shard:3:x8"]          # the reference job the tests run it on
+    faults = ["skew-shard:3:x12"]          # the reference job the tests run it on
     job = { workers = 3, shards = 8 }     # run_reference options
     live = false                          # true: commands run while the job is running
     prometheus = false                    # true (with live): a local Prometheus scrapes it
