@@ -460,14 +460,15 @@ _TIME_PARTS = {
 }
 # The prefixes of nearly every line: Python logging's or glog's (with or without the year), also
 # behind the Iris CLI's. When nothing after that time holds a digit, a colon and a digit, no other
-# time is there: it is the one the search over every form would find, without the search.
+# time is there: it is the one the search over every form would find, without the search. (The
+# Iris CLI's clock is matched without its parts, and its task without a colon, so none can hold one.)
 _IRIS_CLI = rb"(?:\[\d\d:\d\d:\d\d\] task=[^\s:]* \| )?"
 _LEADING_TIMES = tuple(
     (rx, tuple(rx.groupindex.items()))
     for rx in (
-        re.compile(_IRIS_CLI + _ISO),
-        re.compile(_IRIS_CLI + rb"[IWEFD](?P<Y>\d{4})(?P<M>\d\d)(?P<D>\d\d) " + _HMS),
-        re.compile(_IRIS_CLI + rb"[IWEFD](?P<M>\d\d)(?P<D>\d\d) " + _HMS),
+        re.compile(_IRIS_CLI + p.time)
+        for p in PREFIXES
+        if p.name in ("python", "glog-year", "glog") and p.time is not None
     )
 )
 _CLOCK_PART = re.compile(rb"\d:\d")  # every form's time has one
