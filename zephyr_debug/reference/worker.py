@@ -66,7 +66,9 @@ class Worker:
         procs = [self._proc]
         try:
             for pid in process_tree(self._proc.pid)[1:]:
-                procs.append(self._children.get(pid) or self._children.setdefault(pid, psutil.Process(pid)))
+                if pid not in self._children:  # kept: cpu_percent measures from the previous call
+                    self._children[pid] = psutil.Process(pid)
+                procs.append(self._children[pid])
         except psutil.Error:
             pass
         rss = cpu = 0.0
