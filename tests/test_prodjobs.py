@@ -264,7 +264,7 @@ def test_a_workers_log_beside_the_coordinators_keeps_its_warning_and_gives_one_f
 def test_a_coordinator_log_reads_a_stages_mean_run_and_when_its_last_shard_was_left_alone(tmp_path, name):
     """From status lines alone: Little's law over the rows with shards queued gives the stage's
     mean run time, counted from its first completion (its first wave completes nothing for a
-    whole run: counted in, a 2-wave stage of 49 s runs read 122 s); the lone stretch began
+    whole run: counted in, 200 shards on 128 workers with a 49 s mean read 122 s); the lone stretch began
     between the last line with more in flight and the first with one (halfway: within half a
     status period of the last other shard's end)."""
     import statistics
