@@ -161,7 +161,7 @@ def summarize(ev: Evidence, shards: pd.DataFrame | None = None, bounds: pd.DataF
     done = _done_attempts(ev) if shards is None else _done_shards(ev, shards)
     names = [s.name for s in ev.stages] + sorted(set(done["stage"].unique()) - {s.name for s in ev.stages})
     totals = {s.name: s.totals for s in ev.stages}
-    by_stage = dict(tuple(done.groupby("stage", sort=False, observed=True))) if len(done) else {}
+    by_stage = _by_stage(done)
     stages = [
         _stage(
             name,
@@ -191,6 +191,16 @@ def summarize(ev: Evidence, shards: pd.DataFrame | None = None, bounds: pd.DataF
     return Run(ev.job, tuple(stages), ev.source)
 
 
+def _by_stage(done: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Each stage's rows of `done` in their order: slices of one stable sort by stage (a groupby
+    would copy every group)."""
+    code, names = pd.factorize(done["stage"])
+    known = np.flatnonzero(code >= 0)
+    rows = done.iloc[known[np.argsort(code[known], kind="stable")]]
+    bounds = np.r_[0, np.cumsum(np.bincount(code[known], minlength=len(names)))]
+    return {str(name): rows.iloc[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)}
+
+
 def _done_attempts(ev: Evidence) -> pd.DataFrame:
     a = ev.attempts
     cols = ["stage", "shard", "items", "bytes", "elapsed_s", "counters"]
@@ -212,7 +222,8 @@ def _done_attempts(ev: Evidence) -> pd.DataFrame:
 
 def _done_shards(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
     """The same rows as `_done_attempts`, from the analysis' shard table (no second pass over the
-    attempts; only the attempts that carry user counters are read)."""
+    attempts; only the attempts that carry user counters are read, and only then is there a
+    `counters` column)."""
     done = shards["done"].to_numpy(dtype=bool)
     out = pd.DataFrame(
         {
@@ -221,7 +232,6 @@ def _done_shards(ev: Evidence, shards: pd.DataFrame) -> pd.DataFrame:
                 col: shards[src].to_numpy(dtype=float)[done]
                 for col, src in (("shard", "shard"), ("items", "items"), ("bytes", "bytes"), ("elapsed_s", "run_s"))
             },
-            "counters": None,
         }
     )
     a = ev.attempts
@@ -258,7 +268,7 @@ def _stage(name: str, wall: float | None, done: pd.DataFrame, totals: dict, stat
             per_shard[counter] = (shard[ok], values[ok])
     user: dict[str, dict[int, float]] = {}
     counted = done[done["counters"].notna()] if "counters" in done else done.iloc[:0]
-    for sh, counts in zip(counted["shard"].astype(int), counted["counters"], strict=True):
+    for sh, counts in zip(counted["shard"].astype(int), counted.get("counters", ()), strict=True):
         if isinstance(counts, dict):
             for k, v in counts.items():
                 if _number(v) is not None:

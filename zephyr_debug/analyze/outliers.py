@@ -25,6 +25,8 @@ from zephyr_debug.analyze.thresholds import MAD_TO_SIGMA, MIN_ROBUST_PEERS, TICK
 
 NORMAL_Z = 1.2816  # the 90th percentile of a normal distribution
 RESOLUTIONS = (1.0, 0.1, 0.01, 0.001)  # the printed time resolutions of Zephyr's evidence, coarsest first
+QUANTILES = (0.5, 0.9, 0.99)  # median_s, p90_s, p99_s
+PROBE = 256  # values a resolution is tried on before all of them (most tries fail at once)
 
 STAGE_STATS = [
     "total",
@@ -63,7 +65,7 @@ def stage_stats(
         at = slice(bounds[k], bounds[k + 1])
         done = done_all[at]
         run = col["run_s"][at]
-        fin = np.sort(run[done & (run > 0)])
+        fin = orderstats.partitioned(run[done & (run > 0)], QUANTILES)
         total = max(totals.get(stage, 0), len(done))
         row = {
             "stage": stage,
@@ -72,7 +74,7 @@ def stage_stats(
             "running": int(running_all[at].sum()),
             "peers": len(fin),
             **{f"median_{c}": _median(col[c][at][done]) for c in ("size", "rate", "cpu")},
-            **dict(zip(("median_s", "p90_s", "p99_s"), orderstats.quantiles(fin, (0.5, 0.9, 0.99)), strict=True)),
+            **dict(zip(("median_s", "p90_s", "p99_s"), orderstats.quantiles(fin, QUANTILES), strict=True)),
         }
         ends = col["last_end"][at][done]
         scale = TICK_SHARE * row["median_s"] if len(fin) else np.nan
@@ -95,14 +97,18 @@ def _resolution(values: np.ndarray) -> float:
     (0 without values or finer)."""
     v = values[~np.isnan(values)]
     for unit in RESOLUTIONS:
-        if len(v) and np.all(np.abs(v / unit - np.round(v / unit)) < 0.01):
+        if len(v) and _multiples(v[:PROBE], unit) and _multiples(v, unit):
             return unit
     return 0.0
 
 
+def _multiples(v: np.ndarray, unit: float) -> bool:
+    return bool(np.all(np.abs(v / unit - np.round(v / unit)) < 0.01))
+
+
 def _cut(fin: np.ndarray, logs: np.ndarray, tick: float, th: Thresholds) -> tuple[float, float]:
     """(robust sigma of log run time, the run time above which a shard is an outlier); `fin`
-    ascending, `logs` its logarithms."""
+    partitioned at its median (`orderstats.partitioned`), `logs` its logarithms."""
     if not len(fin):
         return np.nan, np.nan
     median = orderstats.median(fin)
