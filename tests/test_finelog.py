@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
 
@@ -81,7 +81,7 @@ if __name__ == "__main__":
 
 from zephyr_debug.errors import ZdebugError  # noqa: E402
 from zephyr_debug.model import Evidence  # noqa: E402
-from zephyr_debug.sources import finelog, load  # noqa: E402
+from zephyr_debug.sources import finelog, finelog_summary, load  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -410,3 +410,162 @@ def test_reference_job_writes_zephyr_telemetry(server, jobs_root):
     assert REF_SKEW in {f["shard"] for f in merged["stragglers"]["findings"]}
     down = zdebug("watch", str(result.job_dir), "--finelog", "127.0.0.1:9", "--once")
     assert down.stderr.startswith("warning: finelog telemetry not merged: http://127.0.0.1:9"), down.stderr
+
+
+# --- large executions: summarised on the server (finelog_summary) ---------------------------
+
+
+def _findings(ev: Evidence, metrics: bool = False) -> list[tuple]:
+    """kind, stage, shard, worker, causes (and metrics, rounded) of each problem found."""
+    from zephyr_debug.analyze.analysis import analyze
+
+    def rounded(pairs) -> tuple:
+        return tuple((k, (round(v, 6) if v == v else None) if isinstance(v, float) else v) for k, v in pairs)
+
+    return sorted(
+        (f.kind, f.stage or "", -1 if f.shard is None else f.shard, f.worker or "", f.causes)
+        + ((rounded(f.metrics), f.evidence) if metrics else ())
+        for f in analyze(ev).problems
+    )
+
+
+def _both(target: str, monkeypatch, log: str | None = None) -> tuple[Evidence, Evidence]:
+    """The evidence of `target` read raw and summarised (with a log: merged into it)."""
+    out = []
+    for read in ("raw", "summary"):
+        monkeypatch.setenv(finelog_summary.READ_ENV, read)
+        out.append(load(log, target.split("/")[2]) if log else load(target))
+    return out[0], out[1]
+
+
+def _same(raw: Evidence, summary: Evidence, metrics: bool = True) -> None:
+    """The same attempts, interval, state, stages and findings (with their metrics and evidence
+    lines unless `metrics` is False)."""
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(raw.attempts, summary.attempts)
+    assert raw.config == summary.config and raw.state == summary.state and raw.now == summary.now
+    assert raw.warnings == summary.warnings and raw.provenance == summary.provenance
+    assert [(s.name, s.total, s.start_ts, s.end_ts, s.totals) for s in raw.stages] == [
+        (s.name, s.total, s.start_ts, s.end_ts, s.totals) for s in summary.stages
+    ]
+    assert _findings(raw, metrics) == _findings(summary, metrics)
+
+
+def _stat(shard: int, status: str, at: float, items: int, mem: int = 100 << 20, stage: str = "stage0-Map"):
+    from zephyr.stats import ZephyrWorkerStat
+
+    ts = datetime(2026, 1, 1) + timedelta(seconds=at)
+    return ZephyrWorkerStat(
+        "e-sum", stage, shard, status, ts, items, items * 10, 1.0, 10.0, at, 50.0 + shard, 50.0, mem, mem, mem + shard
+    )
+
+
+def test_summary_matches_raw_rows_on_odd_shards(tmp_path, monkeypatch):
+    """Plain shards are summarised; a retried, a running, a stalled shard, rows before START, a
+    START tied with a sample, unsampled RUNNING rows and an unknown status are read row by row.
+    Raw and summarised reads give the same attempts, interval, state and findings."""
+    from finelog.client import LogClient
+    from finelog_server import EmbeddedServer
+
+    rows = []
+    for shard in range(12):  # plain: START, RUNNING every 5 s, END; shard 3 has 6x the items
+        n = 6 if shard != 3 else 30
+        rows += [_stat(shard, "START", shard, 0)]
+        rows += [_stat(shard, "RUNNING", shard + 5 * i, i * 10) for i in range(1, n)]
+        rows += [_stat(shard, "END", shard + 5 * n, n * 10)]
+    rows += [_stat(1, "RUNNING", 2 + 5 * i, i * 7, stage="stage1-Write") for i in range(1, 4)]  # no START
+    rows += [_stat(1, "END", 30, 21, stage="stage1-Write")]
+    rows += [_stat(12, "START", 0, 0), _stat(12, "RUNNING", 5, 10), _stat(12, "FAILED", 6, 10)]  # retried
+    rows += [_stat(12, "START", 7, 0), *(_stat(12, "RUNNING", 7 + 5 * i, i * 10) for i in range(1, 6))]
+    rows += [_stat(12, "END", 40, 60)]
+    rows += [_stat(13, "START", 0, 0), *(_stat(13, "RUNNING", 5 * i, 10 if i > 1 else 5) for i in range(1, 12))]
+    rows += [_stat(13, "END", 60, 10)]  # stalled at 10 items for 50 s
+    rows += [_stat(14, "START", 0, 0), *(_stat(14, "RUNNING", 5 * i, i * 10, mem=0) for i in range(1, 6))]
+    rows += [_stat(14, "END", 30, 60)]  # inline runner: RUNNING rows unsampled
+    rows += [_stat(15, "START", 0, 0), _stat(15, "RUNNING", 0, 1), _stat(15, "END", 30, 60)]  # tie
+    rows += [_stat(16, "START", 0, 0), _stat(16, "BOGUS", 3, 1), _stat(16, "END", 30, 60)]
+    rows += [_stat(17, "START", 0, 0), *(_stat(17, "RUNNING", 5 * i, i * 10) for i in range(1, 14))]  # running
+    with EmbeddedServer(log_dir=str(tmp_path), host="127.0.0.1", port=0) as srv:
+        client = LogClient.connect(srv.address)
+        table = client.get_table("zephyr.worker", type(rows[0]))
+        table.write(rows)
+        assert table.flush(timeout=30) == "succeeded"
+        client.close()
+        target = f"finelog://127.0.0.1:{srv.port}/e-sum"
+        raw, summary = _both(target, monkeypatch)
+        monkeypatch.setenv(finelog_summary.READ_ENV, "summary")
+        read = finelog.fetch(srv.address, "e-sum")
+        monkeypatch.delenv(finelog_summary.READ_ENV)
+        monkeypatch.setattr(finelog_summary, "SUMMARY_ROWS", len(rows))  # auto: summarised at the threshold
+        auto = finelog.fetch(srv.address, "e-sum")
+        monkeypatch.setattr(finelog_summary, "SUMMARY_ROWS", len(rows) + 1)  # below it: raw rows
+        below = finelog.fetch(srv.address, "e-sum")
+        # above GAP_ROWS the interval is the median of the shards' mean gaps, not of every gap
+        monkeypatch.setenv(finelog_summary.READ_ENV, "summary")
+        monkeypatch.setattr(finelog_summary, "GAP_ROWS", 0)
+        estimated = load(target)
+        # A summary over the server's reply limit comes in parts (shard_idx modulo 2, 4, ...).
+        client = LogClient.connect(srv.address)
+
+        def limited(sql: str):
+            if "shard_idx %" not in sql:
+                raise finelog._TooBig("reply over the limit")
+            return client.query(sql)
+
+        whole = finelog_summary.summary(client.query, "zephyr.worker", "e-sum")
+        parts = finelog_summary.summary(limited, "zephyr.worker", "e-sum")
+        client.close()
+    key = [("stage_name", "ascending"), ("shard_idx", "ascending")]
+    assert parts.num_rows == whole.num_rows and parts.sort_by(key).equals(whole.sort_by(key))
+    assert estimated.config == raw.config and _findings(estimated, True) == _findings(raw, True)
+    _same(raw, summary)
+    # summarised: shards 0-11, and 14 (none of its samples had RSS, so none can show a plateau)
+    assert read.worker.schema.metadata[finelog_summary.META_SUMMARY] == b"13"
+    assert auto.worker.num_rows == read.worker.num_rows < below.worker.num_rows == len(rows)
+    assert raw.config["heartbeat_interval"] == 5.0
+    # a plain shard's samples collapse into one; the others keep every one
+    per_shard = summary.samples.groupby(["stage", "shard"]).size()
+    assert per_shard[("stage0-Map", 3)] == per_shard[("stage0-Map", 14)] == 1
+    assert len(raw.samples[raw.samples["shard"] == 3]) == 29
+    for stage, shard in (("stage0-Map", 12), ("stage0-Map", 13), ("stage0-Map", 17), ("stage1-Write", 1)):
+        kept = raw.samples[(raw.samples["shard"] == shard) & (raw.samples["stage"] == stage)]
+        assert per_shard[(stage, shard)] == len(kept) > 1
+    kinds = {(k, shard) for k, _, shard, _, _ in _findings(raw)}
+    assert summary.state == raw.state == "interrupted" and any(shard == 13 for _, shard in kinds), kinds
+
+
+@pytest.mark.slow
+def test_summary_of_real_runs_finds_the_same(runs, monkeypatch):
+    """The real Zephyr runs read raw and summarised, alone and merged into the run's own log."""
+    for name in ("tail", "fail"):
+        _same(*_both(runs[name], monkeypatch))
+    _same(*_both(runs["tail"], monkeypatch, log=runs["tail.log"]))
+
+
+@pytest.mark.slow
+def test_summary_of_a_reference_job_with_a_stall(server, jobs_root, monkeypatch):
+    """The reference pipeline's telemetry (RUNNING rows with real item counts at every heartbeat),
+    one shard skewed and one blocked mid-shard: its flat samples are read row by row."""
+    from conftest import run_reference
+
+    result = run_reference(
+        jobs_root,
+        (f"skew-shard:{REF_SKEW}:x{REF_SKEW_X}", "hang:5:secs=3"),
+        workers=3,
+        shards=REF_SHARDS,
+        stages=1,
+        finelog=server.address,
+    )
+    assert result.state == "succeeded"
+    target = f"finelog://127.0.0.1:{server.port}/{result.execution_id}"
+    raw, summary = _both(target, monkeypatch)
+    _same(raw, summary)
+    assert len(summary.samples) < len(raw.samples)
+    hung = [len(ev.samples[ev.samples["shard"] == 5]) for ev in (raw, summary)]
+    assert hung[0] == hung[1] > 3, hung  # its flat samples, all kept
+    assert {(k, s) for k, _, s, _, _ in _findings(raw)} >= {("data-skew", REF_SKEW)}, _findings(raw)
+    # Merged into the job's own evidence, whose heartbeats are samples too: a no-progress span
+    # between a heartbeat and a telemetry row of the same count goes with the collapsed rows
+    # (milliseconds here), so only the findings themselves are compared.
+    _same(*_both(target, monkeypatch, log=str(result.job_dir)), metrics=False)

@@ -7,7 +7,10 @@ columns, in pages keyed on finelog's `seq` column (a 1M-row job is five requests
 under the server's 64 MiB reply limit), and mapped onto the tables every source fills: START
 opens an attempt, RUNNING rows are progress samples, END / FAILED close the attempt. The rows
 name no worker; `merge` attaches them to a log's attempts of the same (stage, shard) whose time
-span holds them and so names the worker on the samples too.
+span holds them and so names the worker on the samples too. An execution of
+finelog_summary.SUMMARY_ROWS rows or more is summarised per shard on the server instead
+(`finelog_summary`): the same rows' schema, a shard whose samples no rule needs one by one comes
+as three rows.
 """
 
 from __future__ import annotations
@@ -114,7 +117,7 @@ def fetch(url: str, execution_id: str, deadline_s: float = DEADLINE_S) -> Rows:
     deadline = time.monotonic() + deadline_s
     warnings: list[str] = []
     try:
-        worker = _read(client, url, WORKER_TABLE, WORKER_FIELDS, execution_id, deadline, warnings)
+        worker = _read(client, url, WORKER_TABLE, WORKER_FIELDS, execution_id, deadline, warnings, summarise=True)
         try:
             stage = _read(client, url, STAGE_TABLE, STAGE_FIELDS, execution_id, deadline, warnings)
         except _NoTable:
@@ -140,17 +143,25 @@ def _client(url: str):
 
 
 def _read(
-    client, url: str, table: str, fields: dict[str, str], execution_id: str, deadline: float, warnings: list[str]
+    client,
+    url: str,
+    table: str,
+    fields: dict[str, str],
+    execution_id: str,
+    deadline: float,
+    warnings: list[str],
+    summarise: bool = False,
 ) -> pa.Table:
     """The rows of `table` for one execution, the columns of `fields` it has, in ranges of `seq`
     holding about PAGE_ROWS rows each, FETCH_THREADS at a time (a range the server finds too big
-    for one reply is halved)."""
-    import math
-    from concurrent.futures import ThreadPoolExecutor
-
+    for one reply is halved). With `summarise`, a large execution (finelog_summary.wanted) of
+    Zephyr's column types comes summarised on the server instead (finelog_summary)."""
     import pyarrow as pa
 
-    have = set(_query(client, url, f'SELECT * FROM "{table}" LIMIT 0', deadline).column_names)
+    from zephyr_debug.sources import finelog_summary
+
+    schema = _query(client, url, f'SELECT * FROM "{table}" LIMIT 0', deadline).schema
+    have = set(schema.names)
     if "execution_id" not in have or "seq" not in have:
         raise EvidenceError(f"{url}: table {table} has no execution_id/seq column: not Zephyr's")
     missing = [c for c in fields if c not in have]
@@ -158,17 +169,58 @@ def _read(
         warnings.append(f"{url}: {table} lacks column(s) {', '.join(missing)}: left empty")
     cols = ", ".join(["seq", *(f'"{c}"' for c in fields if c in have)])
     select = f"SELECT {cols} FROM \"{table}\" WHERE execution_id = '{execution_id}'"
+
+    def query(sql: str) -> pa.Table:
+        return _query(client, url, sql, deadline)
+
+    lo, hi, count = _bounds(client, url, table, execution_id, "", deadline)
+    if not count:
+        return query(f"{select} LIMIT 0")
+    if summarise and finelog_summary.wanted(count) and finelog_summary.usable(schema):
+        try:
+            summary = finelog_summary.summary(query, table, execution_id)
+        except EvidenceError as exc:  # a server that cannot run it: every row, unless forced
+            if finelog_summary.mode() == "summary" or time.monotonic() > deadline:
+                raise
+            warnings.append(f"{url}: no per-shard summary ({exc.message}): every row read")
+        else:
+            picked = pa.schema([schema.field(c).with_nullable(True) for c in ["seq", *fields]])
+
+            def rows_where(where: str) -> pa.Table:
+                bounds = _bounds(client, url, table, execution_id, where, deadline)
+                return _pages(
+                    url, table, f"{select} AND ({where})", bounds, deadline, f"{select} AND ({where}) LIMIT 0"
+                )
+
+            return finelog_summary.read(query, rows_where, table, execution_id, summary, count, picked)
+    return _pages(url, table, select, (lo, hi, count), deadline, f"{select} LIMIT 0")
+
+
+def _bounds(client, url: str, table: str, execution_id: str, where: str, deadline: float) -> tuple[int, int, int]:
+    """min(seq), max(seq), count(*) of the execution's rows (and `where`)."""
+    also = f" AND ({where})" if where else ""
     lo, hi, count = (
         c[0].as_py()
         for c in _query(
             client,
             url,
-            f"SELECT min(seq), max(seq), count(*) FROM \"{table}\" WHERE execution_id = '{execution_id}'",
+            f"SELECT min(seq), max(seq), count(*) FROM \"{table}\" WHERE execution_id = '{execution_id}'{also}",
             deadline,
         ).columns
     )
+    return lo, hi, count
+
+
+def _pages(url: str, table: str, select: str, bounds: tuple[int, int, int], deadline: float, empty: str) -> pa.Table:
+    """The rows of `select` (a query ending in its WHERE clause) in `seq` ranges of about PAGE_ROWS rows."""
+    import math
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+
+    lo, hi, count = bounds
     if not count:
-        return _query(client, url, f"{select} LIMIT 0", deadline)
+        return _query_once(url, empty, deadline)
     width = math.ceil((hi - lo + 1) / math.ceil(count / PAGE_ROWS))
     ranges = [(start, min(start + width, hi)) for start in range(lo - 1, hi, width)]
 
@@ -188,6 +240,15 @@ def _read(
     with ThreadPoolExecutor(FETCH_THREADS) as pool:
         pages = [page for part in pool.map(fetch_range, ranges) for page in part]
     return pa.concat_tables(pages) if len(pages) > 1 else pages[0]
+
+
+def _query_once(url: str, sql: str, deadline: float) -> pa.Table:
+    """`sql` on a client of its own (clients are not shared between threads)."""
+    own = _client(url)
+    try:
+        return _query(own, url, sql, deadline)
+    finally:
+        own.close()
 
 
 class _TooBig(Exception):
@@ -376,7 +437,9 @@ def to_evidence(rows: Rows) -> Evidence:
         warnings=warnings,
         provenance=[PROVENANCE],
     )
-    interval = _sample_interval(ts[status == RUNNING], np.cumsum(new_shard)[status == RUNNING])
+    interval = _saved_interval(rows.worker)
+    if interval is None:
+        interval = _sample_interval(ts[status == RUNNING], np.cumsum(new_shard)[status == RUNNING])
     if interval:
         ev.config["heartbeat_interval"] = interval
     return ev
@@ -392,6 +455,15 @@ def _stage_rows(rows: Rows, warnings: list[str]) -> pd.DataFrame:
     cols, names = _columns(rows.stage, STAGE_FIELDS, warnings, f"{rows.url} {STAGE_TABLE}")
     cols["stage"], cols["status"] = names[cols["stage"]], np.array(STATUSES, dtype=object)[cols["status"]]
     return pd.DataFrame(cols)
+
+
+def _saved_interval(worker: pa.Table) -> float | None:
+    """0 for none: a summarised read measured the interval on the server (its metadata says it),
+    else None."""
+    from zephyr_debug.sources.finelog_summary import META_INTERVAL
+
+    saved = (worker.schema.metadata or {}).get(META_INTERVAL)
+    return None if saved is None else float(saved) if saved else 0.0
 
 
 def _sample_interval(ts, shard_serial) -> float | None:
