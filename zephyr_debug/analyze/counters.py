@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from zephyr_debug.analyze import orderstats
+from zephyr_debug.analyze.bystage import stage_slices
 from zephyr_debug.analyze.churn import clock
 from zephyr_debug.analyze.nextsteps import Steps
 from zephyr_debug.analyze.tail import stage_bounds
@@ -192,13 +193,10 @@ def summarize(ev: Evidence, shards: pd.DataFrame | None = None, bounds: pd.DataF
 
 
 def _by_stage(done: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Each stage's rows of `done` in their order: slices of one stable sort by stage (a groupby
-    would copy every group)."""
-    code, names = pd.factorize(done["stage"])
-    known = np.flatnonzero(code >= 0)
-    rows = done.iloc[known[np.argsort(code[known], kind="stable")]]
-    bounds = np.r_[0, np.cumsum(np.bincount(code[known], minlength=len(names)))]
-    return {str(name): rows.iloc[bounds[k] : bounds[k + 1]] for k, name in enumerate(names)}
+    """Each stage's rows of `done` in their order (slices: a groupby would copy every group)."""
+    by = stage_slices(done["stage"])
+    rows = by.rows(done)
+    return {str(name): rows.iloc[at] for name, at in by}
 
 
 def _done_attempts(ev: Evidence) -> pd.DataFrame:
@@ -267,12 +265,13 @@ def _stage(name: str, wall: float | None, done: pd.DataFrame, totals: dict, stat
         if ok.any() and values[ok].sum() > 0:
             per_shard[counter] = (shard[ok], values[ok])
     user: dict[str, dict[int, float]] = {}
-    counted = done[done["counters"].notna()] if "counters" in done else done.iloc[:0]
-    for sh, counts in zip(counted["shard"].astype(int), counted.get("counters", ()), strict=True):
-        if isinstance(counts, dict):
-            for k, v in counts.items():
-                if _number(v) is not None:
-                    user.setdefault(str(k), {})[sh] = float(v)
+    if "counters" in done:  # only when some attempt carries user counters
+        counted = done[done["counters"].notna()]
+        for sh, counts in zip(counted["shard"].astype(int), counted["counters"], strict=True):
+            if isinstance(counts, dict):
+                for k, v in counts.items():
+                    if _number(v) is not None:
+                        user.setdefault(str(k), {})[sh] = float(v)
     for k, values in sorted(user.items()):
         per_shard[k] = (np.array(list(values), dtype=float), np.array(list(values.values()), dtype=float))
     counters = {k: _from_shards(k, ids, v, wall) for k, (ids, v) in per_shard.items()}

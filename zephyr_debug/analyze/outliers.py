@@ -16,11 +16,13 @@ finished while others still ran held nothing (Mantri: outliers are judged by wha
 from __future__ import annotations
 
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from zephyr_debug.analyze import orderstats
+from zephyr_debug.analyze.bystage import stage_slices
 from zephyr_debug.analyze.thresholds import MAD_TO_SIGMA, MIN_ROBUST_PEERS, TICK_SHARE, Thresholds
 
 NORMAL_Z = 1.2816  # the 90th percentile of a normal distribution
@@ -53,21 +55,17 @@ def stage_stats(
     shards: pd.DataFrame, totals: dict[str, int], queue_empty: dict[str, bool], th: Thresholds
 ) -> pd.DataFrame:
     """Per stage: counts, quantiles of finished run times, robust spread, its ticks, the outlier cut."""
-    code, names = pd.factorize(shards["stage"])  # stages in order of appearance
-    known = np.flatnonzero(code >= 0)
-    order = known[np.argsort(code[known], kind="stable")]
-    bounds = np.r_[0, np.cumsum(np.bincount(code[known], minlength=len(names)))]
-    col = {c: shards[c].to_numpy(dtype=float)[order] for c in ("run_s", "size", "rate", "cpu", "last_end")}
-    done_all = shards["done"].to_numpy(dtype=bool)[order]
-    running_all = shards["running"].to_numpy(dtype=bool)[order]
+    by = stage_slices(shards["stage"])
+    col = {c: by.take(shards[c].to_numpy(dtype=float)) for c in ("run_s", "size", "rate", "cpu", "last_end")}
+    done_all = by.take(shards["done"].to_numpy(dtype=bool))
+    running_all = by.take(shards["running"].to_numpy(dtype=bool))
     rows = []
-    for k, stage in enumerate(names):
-        at = slice(bounds[k], bounds[k + 1])
+    for stage, at in by:
         done = done_all[at]
         run = col["run_s"][at]
         fin = orderstats.partitioned(run[done & (run > 0)], QUANTILES)
         total = max(totals.get(stage, 0), len(done))
-        row = {
+        row: dict[str, Any] = {
             "stage": stage,
             "total": total,
             "done": int(done.sum()),
@@ -150,15 +148,16 @@ def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
         start + np.fmin(own, normal),
         np.where(finished, end, first + np.fmin(now - first, np.where(np.isnan(cut), now - first, cut))),
     )
-    stage, names = pd.factorize(shards["stage"])  # integer codes: grouping a million strings is slow
-    expected = _stage_max(stage, len(names), capped)[stage]
-    top = _stage_max(stage, len(names), end)
+    by = stage_slices(shards["stage"])
+    stage = by.code
+    expected = by.max(capped)[stage]
+    top = by.max(end)
     # the latest end among the others: the stage's top end with the one shard holding it left out
     hit = np.flatnonzero(end == top[stage])
     first = hit[np.unique(stage[hit], return_index=True)[1]]
     is_top = np.zeros(len(end), dtype=bool)
     is_top[first] = True
-    second = _stage_max(stage, len(names), np.where(is_top, np.nan, end))[stage]
+    second = by.max(np.where(is_top, np.nan, end))[stage]
     top = top[stage]
     allowance = cut - shards["stage"].map(stats["median_s"]).astype(float).to_numpy()
     tick = shards["stage"].map(stats["tick_s"]).astype(float).to_numpy()
@@ -168,13 +167,6 @@ def held(shards: pd.DataFrame, stats: pd.DataFrame, now: float) -> pd.DataFrame:
     out["held_s"] = np.fmax(np.clip(np.nan_to_num(end - expected), 0, None), np.nan_to_num(past_cut))
     out["last_s"] = np.where(is_top & (end == top) & ~np.isnan(second), np.nan_to_num(end - second), 0.0)
     return out
-
-
-def _stage_max(stage: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
-    """Per stage code, the max of `values` ignoring NaN (NaN for a stage with none)."""
-    out = np.full(n, -np.inf)
-    np.fmax.at(out, stage, np.where(np.isnan(values), -np.inf, values))
-    return np.where(np.isinf(out), np.nan, out)
 
 
 def _median(values: np.ndarray) -> float:
