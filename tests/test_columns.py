@@ -53,8 +53,10 @@ def test_every_command_fits_and_keeps_ids_whole(reference_job, jobs_root, width)
     result = reference_job("crash-loop:2", workers=2, shards=4, stages=1)
     job, home = result.execution_id, jobs_root.parent
     ids = ids_of(str(result.job_dir))
+    jobs = text(["jobs"], width, home)
+    check(jobs, width, ids, "jobs")
+    assert job in jobs  # the id whole, on one line, copyable (one `zdebug jobs` process, checked twice)
     for args in (
-        ["jobs"],
         ["status", job],
         ["diagnose", job],
         ["stragglers", job],
@@ -67,7 +69,6 @@ def test_every_command_fits_and_keeps_ids_whole(reference_job, jobs_root, width)
         ["logs", job, "--shard", "2"],
     ):
         check(text(args, width, home), width, ids, " ".join(args))
-    assert job in text(["jobs"], width, home)  # the id whole, on one line, copyable
 
 
 @pytest.mark.slow
