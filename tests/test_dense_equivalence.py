@@ -369,3 +369,161 @@ def test_a_log_that_opens_with_a_long_line_is_still_a_log(tmp_path):
     path.write_bytes(b"x" * (3 << 20))
     with pytest.raises(EvidenceError, match="unrecognised text"):
         evidencedir.classify(path)
+
+
+# -- the compiled bulk parse (densearrow) against the re.split one -------------------------------
+def _odd_dense_lines() -> list[bytes]:
+    """Dense-looking lines at the edges of what the pattern reads (each alone on its line)."""
+    w, stage, ex = logmaker.worker_id(1).encode(), b"stage0-Map \xe2\x86\x92 Write", b"20261202-090000-5e6f7a8b"
+    counts = b"3/10 complete, 1 in-flight, 6 queued, 2/2 workers alive, 0 dead"
+    return [
+        b"[" + w + b"] Executing stage " + stage + b" shard 3 (attempt 0)",
+        b"[" + w + b"] Executing stage my shard x shard 4 (attempt 0)",  # the first ` shard ` is not the end
+        b"[" + w + b"] Executing stage s shard 5 (attempt 0) shard 6 (attempt 1)",
+        b"[" + w + b"] Executing stage a\x0bb shard 7 (attempt 0)",  # \v: not \S in Python's bytes
+        b"[" + w + b"] Executing stage a\tb shard 7 (attempt 0)",
+        b"[" + w + b"] Executing stage a  b shard 7 (attempt 0)",
+        b"[" + w + b"] Executing stage shard shard 8 (attempt 0)",
+        b"[" + w + b"] Executing stage x shard 123456789012345678 (attempt 0)",
+        b"[" + w + b"] Executing stage x shard 1234567890123456789 (attempt 0)",
+        b"[" + w + b"] Executing stage x shard 123456789012345678901234 (attempt 0)",
+        b"[" + w + b"] Executing stage x shard 9 (attempt 0) and more text",
+        b"[" + w + b"] Executing stage x shard 9 (attempt 0)\r",
+        b"[w shard 3 (attempt 0)] Executing stage y shard 10 (attempt 0)",
+        b"[" + b"w" * 90 + b"] Executing stage z shard 11 (attempt 0)",
+        b"[w\x00] Shard 3 done in 1.00s",
+        b"[" + w + b"] Shard 3 done in 1.2.3s",
+        b"[" + w + b"] Shard 3 done in .5s",
+        b"[" + w + b"] Shard 3 done in 5.s",
+        b"[" + w + b"] Shard 3 done in 12345678901234567s",
+        b"[" + w + b"] Shard 3 done in 1234567890123456.0s",
+        b"[" + w + b"] Shard 3 done in 123456789012345.0s",
+        b"[" + w + b"] Shard 3 done in 1234567890123456789012.5s",
+        b"[" + w + b"] Shard 3 done in 2.50s\r",
+        b"[" + w + b"] Shard 3 done in x.5s",
+        b"[" + w + b"] Shard  done in 1s",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=32.6M (25.2/s), bytes_processed=3.41 GiB (82.1 KiB/s)",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b". items=5K",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=5K (x), bytes_processed=3.41 XiB",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=5K (x), bytes_processed=3. GiB",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=5K (x), bytes_processed=3.x GiB",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=5K (x), bytes_processed=504 bytes",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=5K (no close, bytes_processed=1 KiB",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=12345678901234567890123.5T",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=1K (x), bytes_processed=12345678901234567890123 KiB",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=1K (x), bytes_processed=1.12345678901234567890123 KiB",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=x",
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"; items=1..2.",
+        b"[" + ex + b"] [" + stage + b"] 3/10 complete, 1 in-flight, 6 queued, 488 workers; items=7",
+        b"[" + ex + b"] [" + stage + b"] 3/10 complete, 1 in-flight, 6 queued, 4/2 workers; items=7",
+        b"[" + ex + b"] [" + stage + b"] 3/10 complete, 1 in-flight, 6 queued, 2/2 workers alive, 0 deadbeef",
+        b"[" + ex + b"] [" + stage + b"] 1234567890123456789/10 complete, 1 in-flight, 6 queued, 2 workers",
+        b"[" + stage + b"] " + counts,
+        b"[" + ex + b"] [" + stage + b" " + counts,
+        b"[" + ex + b"] [" + stage + b"]  " + counts,
+        b"[" + ex + b"] [] " + counts,
+        b"[" + ex + b"] [" + stage + b"] " + counts + b"\r",
+    ]
+
+
+def _odd_log(tmp_path: Path, evidence: bool = False) -> Path:
+    """The odd lines after two line prefixes (`evidence`: without the shard number beyond int64 and
+    the duration `1.2.3`, which the per-line reader does not take either)."""
+    lines, t = [], logmaker.START
+    for i, odd in enumerate(_odd_dense_lines()):
+        if evidence and (b"shard 1234567890123456789" in odd or b" 1.2.3s" in odd):
+            continue
+        for prefix in (b"INFO zephyr.worker: ", b"WARNING a.very-long.logger_name.with.many.parts.and.more: "):
+            lines.append(zephyrlog.timestamp(t + i).encode() + b" " + prefix + odd)
+    lines.append(b"2026-13-45 25:61:00,000 INFO zephyr.worker: " + _odd_dense_lines()[0])
+    lines.append(b"2026-12-02 23:59:61,000 INFO zephyr.worker: " + _odd_dense_lines()[0])
+    lines.append(b"")
+    path = tmp_path / "odd.log"
+    path.write_bytes(b"\n".join(lines))  # the last line unterminated
+    return path
+
+
+def _rows(rows) -> dict[int, tuple]:
+    """Each bulk row by its line: every column, names as text."""
+    name = [None, *rows.words]
+    out = {}
+    for j, line in enumerate(rows.line.tolist()):
+        ints = tuple(int(v[j]) for v in rows.ints.values())
+        floats = tuple(float(c[j]) for c in (rows.ts, rows.day, rows.secs, rows.items, rows.size))
+        names = tuple(name[int(c[j]) + 1] for c in (rows.worker, rows.stage, rows.exec))
+        out[line] = (int(rows.kind[j]), ints, tuple("nan" if f != f else f for f in floats), names)
+    return out
+
+
+def _both_parses(data: bytes, chunk: int):
+    """(re.split rows, densearrow rows) of every chunk of `data`, whole lines at a time."""
+    from zephyr_debug.sources import densearrow, denseparse
+
+    pos, before = 0, 0
+    while pos < len(data):
+        buf = data[pos : pos + chunk]
+        if pos + len(buf) < len(data):
+            buf = buf[: buf.rfind(b"\n") + 1] or data[pos : data.index(b"\n", pos) + 1]
+        read = lambda offset, size: data[offset : offset + size]
+        old = denseparse.parse_re(buf, pos, before, logtext._hits, read)
+        new = densearrow.parse(buf, pos, before, logtext._hits, read)
+        yield old, new
+        pos, before = pos + len(buf), before + buf.count(b"\n")
+
+
+@pytest.mark.parametrize("chunk", [1 << 22, 999, 97])
+def test_compiled_parse_reads_odd_lines_as_re_split_does(tmp_path, chunk):
+    """Each line densearrow reads in bulk, re.split reads alike; the others go per line (as event
+    lines, the same hits); the only lines re.split reads in bulk and densearrow does not are the
+    ones whose field ends it does not look for (a stage holding ` shard `, a run of 20+ digits)."""
+    data = _odd_log(tmp_path).read_bytes()
+    odd = data.split(b"\n")
+    for old, new in _both_parses(data, chunk):
+        assert new is not None and new.lines == old.lines
+        a, b = _rows(old), _rows(new)
+        assert {k: a[k] for k in b} == b
+        for k in set(a) - set(b):
+            assert b" shard x shard " in odd[k] or b"901234567890123" in odd[k], odd[k]
+        slow = {h[1] for h in new.slow}
+        assert {h for h in old.slow if h[1] in slow} <= set(new.slow)
+        assert {h[1] for h in old.slow} | (set(a) - set(b)) >= slow
+
+
+def test_compiled_parse_odd_lines_evidence(tmp_path):
+    path = _odd_log(tmp_path, evidence=True)
+    for knobs in ({"batch": 1}, {"chunk": 300, "batch": 2}, {}):
+        diff, seen = both_ways([path], **knobs)
+        assert diff == [] and seen["rows"] > 40, (knobs, seen, diff)
+
+
+def test_compiled_parse_matches_re_split_on_real_and_generated_logs(tmp_path, dense_log):
+    paths = [dense_log[0], *write_job(Knobs(seed=4, shards=40, workers=5, worker_files=2, odd=0.1), tmp_path)]
+    paths += sorted(DATA.glob("realcaptures/*/coordinator.log"))[:4]
+    for path in paths:
+        data = path.read_bytes()
+        for chunk in (1 << 22, 4096):
+            for old, new in _both_parses(data, chunk):
+                assert new is not None
+                assert _rows(new) == _rows(old) and new.slow == old.slow and new.lines == old.lines, path
+
+
+def test_compiled_parse_reads_dense_logs_and_leaves_other_bytes_to_re(tmp_path, dense_log):
+    """A dense log is parsed by densearrow alone; a chunk that is not UTF-8 goes to re.split."""
+    from zephyr_debug.sources import denseparse
+
+    calls = Counter()
+    parse_re = denseparse.parse_re
+
+    def counted(*args):
+        calls["re"] += 1
+        return parse_re(*args)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(denseparse, "parse_re", counted)
+        mp.setattr(denseparse, "ENGINE", "arrow")
+        logtext.load([dense_log[0]], "job", dense=True)
+        assert calls["re"] == 0
+        path = tmp_path / "latin1.log"
+        path.write_bytes(dense_log[0].read_bytes()[: 1 << 20].replace(b"stage0-Map", b"stage0-M\xe4p", 1))
+        logtext.load([path], "job", dense=True)
+        assert calls["re"] == 1

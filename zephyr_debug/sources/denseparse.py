@@ -9,6 +9,7 @@ is not a number) goes with the other lines, so nothing is read differently, only
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +40,10 @@ INTS = {
 }
 MAX_DIGITS = 18  # longer integers overflow int64: such a line is read per line
 MAX_DECIMAL_DIGITS = 15  # mantissas below 2**53: one division rounds as float() does
+# Which parse reads a chunk: `arrow` (densearrow: RE2 finds the lines, numpy cuts their fields;
+# a chunk that is not UTF-8 goes to `re`) or `re` (this module's re.split).
+ENGINE_ENV = "ZDEBUG_DENSE_PARSE"
+ENGINE = os.environ.get(ENGINE_ENV, "arrow")
 
 Hit = tuple  # logtext's (file offset, newlines before it, keyword, line bytes, block bytes | None)
 
@@ -71,6 +76,17 @@ class DenseRows:
 def parse(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> DenseRows:
     """The lines of `buf` (whole lines at file offset `pos`, after `before` newlines of its range).
     `hits(text, cut, pos, read, [before])` finds the event lines of the text between dense ones."""
+    if ENGINE == "arrow":
+        from zephyr_debug.sources import densearrow  # pyarrow: imported when a dense log is read
+
+        rows = densearrow.parse(buf, pos, before, hits, read)
+        if rows is not None:
+            return rows
+    return parse_re(buf, pos, before, hits, read)
+
+
+def parse_re(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> DenseRows:
+    """`parse` by one re.split of the chunk (the reference; any bytes)."""
     text = b"\n" + (buf[:-1] if buf.endswith(b"\n") else buf)
     parts = DENSE_RE.split(text)
     n = (len(parts) - 1) // SLOTS
@@ -163,9 +179,14 @@ def _matrix(values: list[bytes]) -> np.ndarray:
 
 def _ints(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """(value; True where int64 holds it) of `\\d+` groups."""
-    u = _matrix(values)
+    return _ints_of(_matrix(values))
+
+
+def _ints_of(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_ints` of the groups as rows of a zero-padded matrix (at least MAX_DIGITS + 1 wide to tell
+    a longer one)."""
     good = (u[:, MAX_DIGITS:] == 0).all(axis=1)
-    v = np.zeros(len(values), np.int64)
+    v = np.zeros(len(u), np.int64)
     for c in range(min(u.shape[1], MAX_DIGITS)):
         b = u[:, c].astype(np.int64)
         v = np.where(b != 0, v * 10 + (b - 48), v)
@@ -174,13 +195,17 @@ def _ints(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
 
 def _decimals(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """(value; True where float() reads it) of `[\\d.]+` groups."""
-    u = _matrix(values)
+    return _decimals_of(_matrix(values))
+
+
+def _decimals_of(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_decimals` of the groups as rows of a zero-padded matrix."""
     dot = u == 46
     digits = ((u != 0) & ~dot).sum(axis=1)
     good = (dot.sum(axis=1) <= 1) & (digits >= 1) & (digits <= MAX_DECIMAL_DIGITS)
-    mantissa = np.zeros(len(values), np.int64)
-    after = np.zeros(len(values), np.int64)
-    seen = np.zeros(len(values), bool)
+    mantissa = np.zeros(len(u), np.int64)
+    after = np.zeros(len(u), np.int64)
+    seen = np.zeros(len(u), bool)
     for c in range(u.shape[1]):
         b = u[:, c].astype(np.int64)
         digit = (b != 0) & (b != 46)
@@ -192,11 +217,18 @@ def _decimals(values: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
 
 def _times(values: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(epoch, day, valid) of `YYYY-MM-DD hh:mm:ss,mmm` groups, read as zephyrlog.naive_epoch does."""
-    n = len(values)
+    if not values:
+        return np.empty(0), np.empty(0), np.empty(0, bool)
+    return _times_of(np.frombuffer(np.array(values, dtype="S23").tobytes(), np.uint8).reshape(len(values), 23))
+
+
+def _times_of(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_times` of the groups as the rows of an (n, 23) uint8 matrix."""
+    n = len(raw)
     if not n:
         return np.empty(0), np.empty(0), np.empty(0, bool)
-    s = np.array(values, dtype="S23")
-    u = np.frombuffer(s.tobytes(), np.uint8).reshape(n, 23).astype(np.int64) - 48
+    s = np.ascontiguousarray(raw).view("S23").ravel()
+    u = raw.astype(np.int64) - 48
 
     def two(i: int) -> np.ndarray:
         return u[:, i] * 10 + u[:, i + 1]
