@@ -442,3 +442,25 @@ def test_capped_keeps_each_kind_first_and_counts_the_rest():
         "… and 1 more warning(s)",
     ]
     assert capped(["a", "b"]) == ["a", "b"]
+
+
+def test_numbers_no_table_can_hold_skip_their_line_and_say_so(tmp_path):
+    """A shard number past int64 or a `done in 1.2.3s` (both match their line's pattern) skips that
+    line with a warning; the rest of the log reads (was: an internal error for the whole log)."""
+    from zephyr_debug import zephyrlog
+
+    stamp, w = zephyrlog.timestamp, " INFO zephyr.worker: "
+    lines = [
+        f"{stamp(1_796_200_000)} INFO zephyr.execution: " + zephyrlog.PIPELINE.format(exec="zephyr-x"),
+        f"{stamp(1_796_200_001)}{w}" + zephyrlog.EXECUTING.format(worker="w-1", stage="s0", shard="9" * 23, attempt=0),
+        f"{stamp(1_796_200_002)}{w}" + zephyrlog.EXECUTING.format(worker="w-1", stage="s0", shard=3, attempt=0),
+        f"{stamp(1_796_200_003)}{w}[w-1] Shard 3 done in 1.2.3s",
+        f"{stamp(1_796_200_004)}{w}" + zephyrlog.EXECUTING.format(worker="w-2", stage="s0", shard=4, attempt=0),
+    ]
+    path = tmp_path / "coordinator.log"
+    path.write_text("\n".join(lines) + "\n")
+    for argv in (["status", str(path), "--json"], ["diagnose", str(path)], ["stragglers", str(path)]):
+        code, out, err = run_inprocess(argv)
+        assert code == 0 and check(argv, code, out, err) is None, err
+    report = json.loads(run_inprocess(["status", str(path), "--json"])[1])
+    assert "skipped 2 unparseable lines" in report["warnings"]

@@ -278,6 +278,24 @@ MESSAGES: tuple[Message, ...] = (
     WORKER_GROUP,
 )
 
+MAX_INT_DIGITS = 18  # longer integers overflow the tables' int64
+_NUMBERS = {
+    m.name: (
+        frozenset(g.decode() for g in re.findall(rb"\(\?P<(\w+)>\\d\+\)", m.pattern)),  # `\d+` groups
+        frozenset(g.decode() for g in re.findall(rb"\(\?P<(\w+)>\[\\d\.\]\+\)", m.pattern)),  # `[\d.]+`
+    )
+    for m in MESSAGES
+}
+
+
+def readable(message: str, groups: dict[str, str]) -> bool:
+    """The numbers of a line that matched `message` fit the tables: its integers in int64, a decimal
+    one number (`1.2.3` matches `[0-9.]+` but is none). A line that fails is skipped as unparseable."""
+    ints, decimals = _NUMBERS.get(message, (frozenset(), frozenset()))
+    return not any(len(groups.get(g) or "") > MAX_INT_DIGITS for g in ints) and not any(
+        (groups.get(g) or "").count(".") > 1 or groups.get(g) == "." for g in decimals
+    )
+
 
 def _prefixed(pattern: bytes, prefix: bytes) -> bytes:
     """`pattern` with its group names prefixed (one regex may then hold several messages)."""

@@ -38,7 +38,7 @@ INTS = {
     "dead": ("s_dead", STATUS),
     "workers": ("s_workers", STATUS),
 }
-MAX_DIGITS = 18  # longer integers overflow int64: such a line is read per line
+MAX_DIGITS = zephyrlog.MAX_INT_DIGITS  # longer integers overflow int64: such a line is read per line
 MAX_DECIMAL_DIGITS = 15  # mantissas below 2**53: one division rounds as float() does
 # Which parse reads a chunk: `arrow` (densearrow: RE2 finds the lines, numpy cuts their fields;
 # a chunk that is not UTF-8 goes to `re`) or `re` (this module's re.split).

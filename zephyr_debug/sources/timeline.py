@@ -37,6 +37,7 @@ from zephyr_debug.zephyrlog import (
     STAGE_INDEX_RE,
     human_bytes_number,
     human_number,
+    readable,
 )
 
 RETRIED_RE = re.compile(r"(\d+): (\d+)")
@@ -86,6 +87,9 @@ class Timeline:
 
     # -- events --------------------------------------------------------------------------
     def event(self, name: str, ts: float | None, g: dict, source: str, line: int | None, block: str | None) -> None:
+        if not readable(name, g):  # a shard number past int64, a `done in 1.2.3s`
+            self.bad += 1
+            return
         self.seen(ts, source)
         handler = self.handlers.get(name)
         if handler is None:
