@@ -17,16 +17,19 @@ install: $(BIN)/.installed-$(EXTRAS)
 demo: install
 	$(BIN)/zdebug demo
 
-# Two test processes (one per core; most tests wait on real jobs, servers and subprocesses);
-# each file runs in one of them, so its module fixtures start once. TEST_PROCESSES=0: one process.
+# Three test processes on two cores (most tests wait on real jobs, servers and subprocesses: a
+# third process fills those waits); each file runs in one of them, so its module fixtures start
+# once, longest files first (tests/conftest.py). TEST_PROCESSES=0: one process.
 # Tests marked `alone` (real pipelines whose shard durations a rule compares) run after, alone.
-TEST_PROCESSES ?= 2
+TEST_PROCESSES ?= 3
 test: lint
-	$(BIN)/pytest -q -ra --durations=20 -n $(TEST_PROCESSES) --dist loadfile -m "not alone"
+	$(BIN)/pytest -q -ra --durations=20 -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder -m "not alone"
 	$(BIN)/pytest -q -ra --durations=10 -m alone
 
+# The edit-test loop: no `slow` test, so CPU-bound: one process per core.
+FAST_PROCESSES ?= 2
 test-fast: install
-	$(BIN)/pytest -q -ra -n $(TEST_PROCESSES) -m "not slow"
+	$(BIN)/pytest -q -ra -n $(FAST_PROCESSES) -m "not slow"
 
 # ruff (lint + format) over the tree, mypy over the package; `make test` runs this first.
 lint: install
