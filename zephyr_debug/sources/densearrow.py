@@ -320,9 +320,8 @@ def parse(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> 
         a0, b0 = int(starts[lo]), int(starts[hi]) if hi < count else size
         piece = buf[a0:b0] if buf[b0 - 1 : b0] == b"\n" else buf[a0:b0] + b"\n"
         slow.extend(hits(piece, len(piece), pos + a0, read, [before + lo]))
-    slow.sort(key=lambda h: h[1])
     keep = np.flatnonzero(ok)
-    out = DenseRows(
+    return DenseRows(
         kind=kind[keep],
         ts=ts[keep],
         day=day[keep],
@@ -338,8 +337,6 @@ def parse(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) -> 
         slow=slow,
         lines=len(newlines),
     )
-    out.slow_at = np.searchsorted(out.line, np.array([h[1] for h in slow], np.int64))
-    return out
 
 
 def _run_length(inside: np.ndarray) -> np.ndarray:

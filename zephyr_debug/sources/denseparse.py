@@ -64,10 +64,14 @@ class DenseRows:
     items: np.ndarray  # a status line's items= (NaN: none)
     size: np.ndarray  # its bytes_processed= (NaN: none)
     words: list[str]
-    slow: list[Hit] = field(default_factory=list)  # other event lines, in order
-    slow_at: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # dense rows before each
+    slow: list[Hit] = field(default_factory=list)  # other event lines (put in line order)
     lines: int = 0  # newlines in the chunk
     long_lines: int = 0  # lines over logtext.MAX_LINE_BYTES, skipped
+    slow_at: np.ndarray = field(init=False)  # dense rows before each of `slow` (derived)
+
+    def __post_init__(self) -> None:
+        self.slow.sort(key=lambda h: h[1])
+        self.slow_at = np.searchsorted(self.line, np.array([h[1] for h in self.slow], np.int64))
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -149,9 +153,8 @@ def parse_re(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) 
         end = int(starts[k + 1]) if k + 1 < len(starts) else len(text)
         piece = text[int(starts[k]) + 1 : end] + b"\n"
         slow.extend(hits(piece, len(piece), pos + int(starts[k]), read, [before + k]))
-    slow.sort(key=lambda h: h[1])
     keep = np.flatnonzero(ok)
-    rows = DenseRows(
+    return DenseRows(
         kind=kind[keep],
         ts=ts[keep],
         day=day[keep],
@@ -167,8 +170,6 @@ def parse_re(buf: bytes, pos: int, before: int, hits: Callable, read: Callable) 
         slow=slow,
         lines=len(starts) if buf.endswith(b"\n") else len(starts) - 1,
     )
-    rows.slow_at = np.searchsorted(rows.line, np.array([h[1] for h in slow], np.int64))
-    return rows
 
 
 def _matrix(values: list[bytes]) -> np.ndarray:
